@@ -1,0 +1,268 @@
+"""Exact privacy amounts and per-analyst budgets.
+
+Amounts are held as whole nano-units (10⁻⁹) in a Python ``int``, so sums are exact: ten
+charges of ε=0.1 add up to exactly ε=1, and comparisons never suffer from float rounding.
+Values with more than nine decimals are rounded *up* to the next nano-unit, which is the
+conservative direction for a cost (a budget total is at most 10⁻⁹ larger than written).
+
+:class:`Epsilon` is built on :class:`NanoAmount`, so that a zCDP ``Rho`` can later be added
+as a sibling type (same arithmetic, a different symbol, never mixed with ε by accident).
+"""
+
+from __future__ import annotations
+
+from decimal import ROUND_CEILING, Decimal, InvalidOperation
+from typing import Any, ClassVar, Self
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
+    model_validator,
+)
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import core_schema
+
+from accountant.errors import InvalidAmount
+
+NANO_PER_UNIT = 10**9
+#: No single amount (cost or total) may exceed this: far beyond any meaningful DP budget,
+#: and it keeps every sum well inside SQLite's 64-bit integers.
+MAX_UNITS = 10**6
+
+AmountInput = str | int | float | Decimal
+
+
+class NanoAmount:
+    """A non-negative privacy amount, exact to 10⁻⁹. Immutable, hashable, totally ordered.
+
+    Construct from ``str``, ``int``, ``float`` (via ``Decimal(str(x))``, so ``0.1`` means
+    exactly 0.1) or ``Decimal``. Negative, NaN, infinite and absurdly large values raise
+    :class:`~accountant.errors.InvalidAmount`. Only amounts of the same type combine.
+    """
+
+    __slots__ = ("_nano",)
+    SYMBOL: ClassVar[str] = "?"
+    _nano: int
+
+    def __init__(self, value: AmountInput | Self) -> None:
+        nano = value._nano if isinstance(value, NanoAmount) else self._parse(value)
+        object.__setattr__(self, "_nano", nano)
+
+    @classmethod
+    def _parse(cls, value: object) -> int:
+        if isinstance(value, bool) or not isinstance(value, str | int | float | Decimal):
+            raise InvalidAmount(
+                f"{cls.SYMBOL} must be a number such as 0.5, not {type(value).__name__}"
+            )
+        try:
+            exact = (
+                Decimal(str(value).strip()) if isinstance(value, str | float) else Decimal(value)
+            )
+        except InvalidOperation:
+            raise InvalidAmount(
+                f"{cls.SYMBOL} must be a number such as 0.5, not {value!r}"
+            ) from None
+        if not exact.is_finite():
+            raise InvalidAmount(f"{cls.SYMBOL} must be a finite number, not {value!r}")
+        if exact < 0:
+            raise InvalidAmount(f"{cls.SYMBOL} cannot be negative (got {value!r})")
+        if exact > MAX_UNITS:
+            raise InvalidAmount(f"{cls.SYMBOL}={value!r} is too large; the maximum is {MAX_UNITS}")
+        return int(exact.scaleb(9).to_integral_value(rounding=ROUND_CEILING))
+
+    @classmethod
+    def from_nano(cls, nano: int) -> Self:
+        """The amount ``nano`` × 10⁻⁹ (as stored in the ledger)."""
+        if isinstance(nano, bool) or not isinstance(nano, int) or nano < 0:
+            raise InvalidAmount(
+                f"a stored {cls.SYMBOL} must be a non-negative integer of nano-units"
+            )
+        if nano > MAX_UNITS * NANO_PER_UNIT:
+            raise InvalidAmount(f"a stored {cls.SYMBOL} is too large; the maximum is {MAX_UNITS}")
+        amount = cls.__new__(cls)
+        object.__setattr__(amount, "_nano", nano)
+        return amount
+
+    @classmethod
+    def zero(cls) -> Self:
+        return cls.from_nano(0)
+
+    @property
+    def nano(self) -> int:
+        """The amount in whole nano-units (10⁻⁹)."""
+        return self._nano
+
+    def as_decimal(self) -> Decimal:
+        """The exact value as a Decimal."""
+        return Decimal(self._nano).scaleb(-9)
+
+    @property
+    def plain(self) -> str:
+        """The exact value without the symbol and without trailing zeros: ``"0.5"``, ``"10"``."""
+        return format(self.as_decimal().normalize(), "f")
+
+    def is_zero(self) -> bool:
+        return self._nano == 0
+
+    def __str__(self) -> str:
+        return f"{self.SYMBOL}={self.plain}"
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}('{self.plain}')"
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec) if spec else str(self)
+
+    def __float__(self) -> float:
+        return self._nano / NANO_PER_UNIT
+
+    # -- arithmetic --------------------------------------------------------------------
+
+    def _other(self, other: object) -> int | None:
+        if isinstance(other, NanoAmount) and type(other) is type(self):
+            return other._nano
+        return None
+
+    def __add__(self, other: Self) -> Self:
+        nano = self._other(other)
+        if nano is None:
+            return NotImplemented
+        return type(self).from_nano(self._nano + nano)
+
+    def __radd__(self, other: object) -> Self:
+        # Lets ``sum(amounts, start=Epsilon.zero())`` and ``sum(amounts)`` both work.
+        if isinstance(other, int) and not isinstance(other, bool) and other == 0:
+            return self
+        return NotImplemented
+
+    def __sub__(self, other: Self) -> Self:
+        """Difference; raises InvalidAmount if ``other`` is larger (use :meth:`saturating_sub`)."""
+        nano = self._other(other)
+        if nano is None:
+            return NotImplemented
+        if nano > self._nano:
+            raise InvalidAmount(
+                f"cannot subtract {other} from {self}: the result would be negative"
+            )
+        return type(self).from_nano(self._nano - nano)
+
+    def saturating_sub(self, other: Self) -> Self:
+        """``self - other``, or zero if ``other`` is larger (e.g. remaining after overspend)."""
+        return type(self).from_nano(max(self._nano - other.nano, 0))
+
+    def __mul__(self, times: int) -> Self:
+        """``k × amount`` for a whole number ``k ≥ 0`` (k-fold composition)."""
+        if isinstance(times, bool) or not isinstance(times, int):
+            return NotImplemented
+        if times < 0:
+            raise InvalidAmount(f"cannot multiply {self} by a negative number ({times})")
+        return type(self).from_nano(self._nano * times)
+
+    __rmul__ = __mul__
+
+    def __eq__(self, other: object) -> bool:
+        nano = self._other(other)
+        return NotImplemented if nano is None else self._nano == nano
+
+    def __lt__(self, other: Self) -> bool:
+        nano = self._other(other)
+        return NotImplemented if nano is None else self._nano < nano
+
+    def __le__(self, other: Self) -> bool:
+        nano = self._other(other)
+        return NotImplemented if nano is None else self._nano <= nano
+
+    def __gt__(self, other: Self) -> bool:
+        nano = self._other(other)
+        return NotImplemented if nano is None else self._nano > nano
+
+    def __ge__(self, other: Self) -> bool:
+        nano = self._other(other)
+        return NotImplemented if nano is None else self._nano >= nano
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self._nano))
+
+    def __bool__(self) -> bool:
+        return self._nano != 0
+
+    # -- immutability and pickling -----------------------------------------------------
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        return (type(self), (self.plain,))
+
+    # -- pydantic ----------------------------------------------------------------------
+
+    @classmethod
+    def __get_pydantic_core_schema__(
+        cls, source: type[Any], handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return core_schema.no_info_plain_validator_function(
+            cls,
+            serialization=core_schema.plain_serializer_function_ser_schema(
+                lambda amount: amount.plain, when_used="json"
+            ),
+        )
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        return {
+            "anyOf": [
+                {"type": "number", "minimum": 0, "maximum": MAX_UNITS},
+                {"type": "string", "pattern": r"^\s*[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?\s*$"},
+            ],
+            "description": f'a non-negative {cls.SYMBOL}, e.g. 0.5 or "0.5"',
+        }
+
+
+class Epsilon(NanoAmount):
+    """A pure-DP privacy loss ε. ``str(Epsilon("0.5")) == "ε=0.5"``."""
+
+    __slots__ = ()
+    SYMBOL: ClassVar[str] = "ε"
+
+
+class AnalystBudget(BaseModel):
+    """One analyst's pure-ε budget.
+
+    ``total``: all queries together; ``per_query_cap``: the most one query may spend
+    (None: only the total limits it); ``default_per_query``: the ε of a query when the
+    session sets none. All positive, and ``default_per_query ≤ per_query_cap ≤ total``.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    total: Epsilon
+    per_query_cap: Epsilon | None = None
+    default_per_query: Epsilon
+
+    @model_validator(mode="after")
+    def _check_order(self) -> Self:
+        for name in ("total", "per_query_cap", "default_per_query"):
+            value = getattr(self, name)
+            if value is not None and value.is_zero():
+                raise ValueError(f"{name} must be greater than 0")
+        cap = self.total if self.per_query_cap is None else self.per_query_cap
+        if cap > self.total:
+            raise ValueError(f"per_query_cap ({cap}) cannot exceed total ({self.total})")
+        if self.default_per_query > cap:
+            name = "total" if self.per_query_cap is None else "per_query_cap"
+            raise ValueError(
+                f"default_per_query ({self.default_per_query}) cannot exceed {name} ({cap})"
+            )
+        return self
+
+    @property
+    def effective_cap(self) -> Epsilon:
+        """The most one query may spend: the cap, or the total when there is none."""
+        return self.total if self.per_query_cap is None else self.per_query_cap

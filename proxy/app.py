@@ -1,0 +1,60 @@
+"""The Application behind the wire protocol: analysts, sessions and the query pipeline."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from accountant import Attempt, Decision
+from proxy import __version__
+from proxy.pipeline import Asker, Pipeline
+from proxy.seam import ClientInfo, QueryError
+from proxy.session import AnalystSession
+from proxy.settings import Settings
+from proxy.sqlstate import INVALID_AUTHORIZATION
+
+logger = logging.getLogger("dpproxy.app")
+
+SERVER_VERSION = f"15.0 (dpproxy {__version__})"
+
+
+class DpproxyApp:
+    def __init__(self, settings: Settings, pipeline: Pipeline) -> None:
+        self._settings = settings
+        self._pipeline = pipeline
+        self._background: set[asyncio.Task[object]] = set()
+
+    def scram_verifier(self, user: str) -> str | None:
+        analyst = self._settings.analysts.get(user)
+        return None if analyst is None else analyst.password
+
+    def server_parameters(self) -> dict[str, str]:
+        return {
+            "server_version": SERVER_VERSION,
+            "server_encoding": "UTF8",
+            "client_encoding": "UTF8",
+            "DateStyle": "ISO, MDY",
+            "IntervalStyle": "postgres",
+            "integer_datetimes": "on",
+            "standard_conforming_strings": "on",
+            "TimeZone": "UTC",
+            "is_superuser": "off",
+            "default_transaction_read_only": "on",
+        }
+
+    async def open_session(self, client: ClientInfo) -> AnalystSession:
+        analyst = self._settings.analysts.get(client.user)
+        if analyst is None:
+            raise QueryError(INVALID_AUTHORIZATION, f'analyst "{client.user}" is not configured')
+        asker = Asker(analyst=client.user, budget=analyst.budget(), address=client.address)
+        logger.info("session opened for %s from %s", client.user, client.address)
+        return AnalystSession(self._pipeline, asker, client.parameters.get("application_name", ""))
+
+    def log_authentication_failure(self, client: ClientInfo, reason: str) -> None:
+        logger.info("authentication failed for %r from %s: %s", client.user, client.address, reason)
+        attempt = Attempt(analyst=client.user, client_address=client.address, sql="")
+        task = asyncio.get_running_loop().create_task(
+            self._pipeline.ledger.refuse(attempt, Decision.AUTH_FAILED, reason, None)
+        )
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)

@@ -1,0 +1,74 @@
+"""DuckDB backend: the database file opened read-only, queries run off the event loop."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from pathlib import Path
+
+import duckdb
+
+from proxy.backends import (
+    SCHEMA_QUERY,
+    BackendError,
+    CancelToken,
+    QueryCanceled,
+    group_columns,
+)
+from rewriter.catalog import ColumnType
+from rewriter.planner import Dialect
+
+
+class DuckDBBackend:
+    dialect: Dialect = "duckdb"
+
+    def __init__(self, path: Path, *, timeout_seconds: float) -> None:
+        if not path.exists():
+            raise BackendError(
+                f"{path}: no such DuckDB file; fix [backend] path in the configuration"
+            )
+        try:
+            self._connection = duckdb.connect(
+                str(path),
+                read_only=True,
+                config={"enable_external_access": False, "lock_configuration": True},
+            )
+        except duckdb.Error as error:
+            raise BackendError(f"{path}: cannot open as a DuckDB database: {error}") from None
+        self._timeout = timeout_seconds
+
+    async def schema_columns(self, schema: str) -> Mapping[str, Mapping[str, ColumnType]]:
+        cursor = self._connection.cursor()
+        try:
+            rows = cursor.execute(SCHEMA_QUERY.format(placeholder="?"), [schema]).fetchall()
+        finally:
+            cursor.close()
+        return group_columns([(str(t), str(c), str(d)) for t, c, d in rows])
+
+    async def fetch_one(self, sql: str, token: CancelToken) -> tuple[object, ...]:
+        cursor = self._connection.cursor()
+        token.bind(cursor.interrupt)
+        loop = asyncio.get_running_loop()
+        timer = loop.call_later(self._timeout, cursor.interrupt)
+        try:
+            return await asyncio.to_thread(_run, cursor, sql)
+        except duckdb.InterruptException:
+            if token.canceled:
+                raise QueryCanceled("canceled on request") from None
+            raise BackendError(f"interrupted after {self._timeout} s (statement timeout)") from None
+        except duckdb.Error as error:
+            raise BackendError(f"DuckDB: {error}") from None
+        finally:
+            timer.cancel()
+            token.bind(None)
+            cursor.close()
+
+    async def close(self) -> None:
+        self._connection.close()
+
+
+def _run(cursor: duckdb.DuckDBPyConnection, sql: str) -> tuple[object, ...]:
+    rows = cursor.execute(sql).fetchall()
+    if len(rows) != 1:
+        raise BackendError(f"expected one row, got {len(rows)}")
+    return tuple(rows[0])

@@ -1,0 +1,170 @@
+"""`dpproxy demo`: write a synthetic medical database, a commented config, and serve it."""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from proxy.demo_data import DemoSize, generate, summary, write_duckdb
+from proxy.protocol.scram import make_verifier
+
+DATABASE_FILE = "demo.duckdb"
+CONFIG_FILE = "dpproxy.toml"
+STATE_FILE = "state.sqlite"
+
+
+@dataclass(frozen=True)
+class DemoAnalyst:
+    name: str
+    password: str
+    epsilon_total: float
+    epsilon_default: float
+    epsilon_per_query_max: float
+
+
+# Demo credentials only: printed on start so that a new user can connect at once.
+DEMO_ANALYSTS = (
+    DemoAnalyst("alice", "alice-demo", 10.0, 1.0, 5.0),
+    DemoAnalyst("bob", "bob-demo", 3.0, 0.5, 1.0),
+)
+
+CONFIG_TEMPLATE = """\
+# dpproxy configuration for the demo database (written by `dpproxy demo`).
+# Every setting is described in docs/configuration.md. Relative paths are resolved
+# against the directory of this file.
+
+[server]
+host = "{host}"          # address to listen on
+port = {port}                 # PostgreSQL clients connect here
+
+[backend]
+engine = "duckdb"           # "duckdb" (a file, opened read-only) or "postgres" (dsn = ...)
+path = "{database}"
+statement_timeout_seconds = 60
+
+[state]
+path = "{state}"       # budgets spent and the audit log (SQLite); back it up
+
+# Analysts. password is a SCRAM-SHA-256 verifier (make one with `dpproxy passwd`), never
+# the password itself. epsilon_total is all the ε the analyst may ever spend;
+# epsilon_default is what one query spends unless the session runs SET dpproxy.epsilon;
+# epsilon_per_query_max caps one query.
+{analysts}
+# Tables. A protected table names the column identifying the person (privacy_unit) and
+# how many of one person's rows count at most (max_rows_per_unit): counts and sums are
+# computed per person first and each person's partial is clamped to that many rows.
+# SUM and AVG need bounds: values are clamped to [lower, upper].
+
+[tables.patients]
+privacy_unit = "patient_id"
+max_rows_per_unit = 1        # one row per patient
+
+[tables.patients.columns.birth_year]
+lower = 1920
+upper = 2025
+
+[tables.patients.columns.income]
+lower = 0
+upper = 250000
+
+[tables.visits]
+privacy_unit = "patient_id"
+max_rows_per_unit = 30       # 99% of patients have fewer visits; a few have over 100
+
+[tables.visits.columns.cost]
+lower = 0
+upper = 20000
+
+[tables.visits.columns.length_of_stay]
+lower = 0
+upper = 30
+
+[tables.departments]
+public = true                # a lookup table without personal data
+"""
+
+ANALYST_TEMPLATE = """\
+[analysts.{name}]
+password = "{verifier}"
+epsilon_total = {total}
+epsilon_default = {default}
+epsilon_per_query_max = {cap}
+"""
+
+
+class Progress:
+    """Prints progress messages once the work has taken more than a second."""
+
+    def __init__(self, delay: float = 1.0) -> None:
+        self._start = time.monotonic()
+        self._delay = delay
+        self._pending: list[str] = []
+        self.shown = False
+
+    def __call__(self, message: str) -> None:
+        self._pending.append(message)
+        if time.monotonic() - self._start >= self._delay:
+            for line in self._pending:
+                print(f"  {line}", file=sys.stderr, flush=True)
+            self._pending.clear()
+            self.shown = True
+
+
+def prepare(directory: Path, *, host: str, port: int, patients: int, seed: int) -> bool:
+    """Create the demo in ``directory`` unless it is there already. True if created."""
+    config = directory / CONFIG_FILE
+    database = directory / DATABASE_FILE
+    if config.exists() and database.exists():
+        return False
+    if database.exists() and not config.exists():
+        database.unlink()
+    directory.mkdir(parents=True, exist_ok=True)
+    progress = Progress()
+    started = time.monotonic()
+    data = generate(DemoSize(patients=patients), seed=seed, progress=progress)
+    write_duckdb(data, database, progress=progress)
+    counts = summary(data)
+    if progress.shown:
+        print(f"  done in {time.monotonic() - started:.1f} s", file=sys.stderr)
+    analysts = "\n".join(
+        ANALYST_TEMPLATE.format(
+            name=a.name,
+            verifier=make_verifier(a.password),
+            total=a.epsilon_total,
+            default=a.epsilon_default,
+            cap=a.epsilon_per_query_max,
+        )
+        for a in DEMO_ANALYSTS
+    )
+    config.write_text(
+        CONFIG_TEMPLATE.format(
+            host=host, port=port, database=DATABASE_FILE, state=STATE_FILE, analysts=analysts
+        ),
+        encoding="utf-8",
+    )
+    sizes = ", ".join(f"{n:,} {table}" for table, n in counts.items())
+    print(f"wrote {database} ({sizes}) and {config}", file=sys.stderr)
+    return True
+
+
+def connection_banner(directory: Path, host: str, port: int) -> str:
+    shown_host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host  # noqa: S104
+    lines = [
+        f"dpproxy demo is serving {directory / DATABASE_FILE} on {shown_host}:{port}",
+        "Connect as an analyst (demo passwords):",
+    ]
+    for a in DEMO_ANALYSTS:
+        lines.append(
+            f'  psql "postgresql://{a.name}:{a.password}@{shown_host}:{port}/demo"'
+            f"   (ε={a.epsilon_total:g} in all, {a.epsilon_default:g} per query)"
+        )
+    config = directory / CONFIG_FILE
+    lines += [
+        "Then try:  SELECT COUNT(*) FROM visits;",
+        f"Admin:     dpproxy budget show --config {config}",
+        f"           dpproxy audit list --config {config}",
+        "Stop with Ctrl-C.",
+    ]
+    return "\n".join(lines)

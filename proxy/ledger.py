@@ -1,0 +1,71 @@
+"""The state store seen from the event loop: every call runs on one dedicated thread.
+
+SQLite calls block (and fsync); running them on a single worker thread keeps the event
+loop free and gives the store one connection that never crosses threads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TypeVar
+
+from accountant import (
+    AnalystBudget,
+    Attempt,
+    AuditRecord,
+    Decision,
+    Epsilon,
+    Reservation,
+    StateStore,
+)
+
+T = TypeVar("T")
+
+
+class AsyncLedger:
+    def __init__(self, path: Path) -> None:
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dpproxy-ledger")
+        self._store: StateStore = self._executor.submit(StateStore.open, path).result()
+
+    async def _call(self, work: Callable[[], T]) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._executor, work)
+
+    def recover_interrupted(self) -> int:
+        return self._executor.submit(self._store.recover_interrupted).result()
+
+    async def reserve(self, attempt: Attempt, cost: Epsilon, budget: AnalystBudget) -> Reservation:
+        return await self._call(lambda: self._store.reserve(attempt, cost, budget))
+
+    async def complete(
+        self,
+        reservation: Reservation,
+        *,
+        decision: Decision,
+        reason: str | None,
+        rows: int | None,
+        duration_ms: float,
+    ) -> AuditRecord:
+        return await self._call(
+            lambda: self._store.complete(
+                reservation, decision=decision, reason=reason, rows=rows, duration_ms=duration_ms
+            )
+        )
+
+    async def refuse(
+        self, attempt: Attempt, decision: Decision, reason: str, budget: AnalystBudget | None
+    ) -> AuditRecord:
+        return await self._call(
+            lambda: self._store.record_refusal(
+                attempt, decision=decision, reason=reason, budget=budget
+            )
+        )
+
+    async def remaining(self, analyst: str, budget: AnalystBudget) -> Epsilon:
+        return await self._call(lambda: self._store.remaining(analyst, budget))
+
+    def close(self) -> None:
+        self._executor.submit(self._store.close).result()
+        self._executor.shutdown(wait=True)

@@ -1,0 +1,547 @@
+"""PostgreSQL v3 wire codec: a frontend decoder and backend encoders, without I/O.
+
+The decoder is fed raw bytes and yields complete :mod:`~proxy.protocol.messages` values.
+Every malformed input raises :class:`ProtocolViolation` (and nothing else); once it has
+raised, the decoder stays broken, since the byte stream can no longer be framed.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Iterable, Sequence
+
+from proxy.protocol.messages import (
+    CANCEL_REQUEST_CODE,
+    GSSENC_REQUEST_CODE,
+    SSL_REQUEST_CODE,
+    AuthStage,
+    Bind,
+    CancelRequest,
+    Close,
+    Describe,
+    Execute,
+    Flush,
+    FrontendMessage,
+    GSSENCRequest,
+    OtherMessage,
+    Parse,
+    PasswordMessage,
+    Query,
+    SASLInitialResponse,
+    SASLResponse,
+    SSLRequest,
+    StartupMessage,
+    Sync,
+    Terminate,
+)
+
+DEFAULT_MAX_MESSAGE_SIZE = 1 << 20
+# PostgreSQL refuses startup packets above 10,000 bytes (MAX_STARTUP_PACKET_LENGTH).
+MAX_STARTUP_PACKET_SIZE = 10_000
+
+_INT16 = struct.Struct("!h")
+_INT32 = struct.Struct("!i")
+_UINT32 = struct.Struct("!I")
+_HEADER = struct.Struct("!ci")
+
+
+class ProtocolViolation(Exception):
+    """The client sent bytes that are not a valid protocol message (SQLSTATE 08P01)."""
+
+    sqlstate = "08P01"
+
+
+# ---------------------------------------------------------------------------------------
+# Payload reader
+
+
+class _Reader:
+    """Sequential reads from one message payload; every overrun is a ProtocolViolation."""
+
+    __slots__ = ("_data", "_pos", "_what")
+
+    def __init__(self, data: bytes, what: str) -> None:
+        self._data = data
+        self._pos = 0
+        self._what = what
+
+    def _fail(self, reason: str) -> ProtocolViolation:
+        return ProtocolViolation(f"invalid {self._what} message: {reason}")
+
+    def int16(self) -> int:
+        if self._pos + 2 > len(self._data):
+            raise self._fail("truncated 16-bit integer")
+        (value,) = _INT16.unpack_from(self._data, self._pos)
+        self._pos += 2
+        return int(value)
+
+    def int32(self) -> int:
+        if self._pos + 4 > len(self._data):
+            raise self._fail("truncated 32-bit integer")
+        (value,) = _INT32.unpack_from(self._data, self._pos)
+        self._pos += 4
+        return int(value)
+
+    def byte(self) -> str:
+        if self._pos >= len(self._data):
+            raise self._fail("truncated")
+        value = chr(self._data[self._pos])
+        self._pos += 1
+        return value
+
+    def raw(self, n: int) -> bytes:
+        if n < 0 or self._pos + n > len(self._data):
+            raise self._fail("length field exceeds the message")
+        value = self._data[self._pos : self._pos + n]
+        self._pos += n
+        return value
+
+    def cstring(self) -> str:
+        end = self._data.find(b"\x00", self._pos)
+        if end < 0:
+            raise self._fail("string is missing its NUL terminator")
+        value = _text(self._data[self._pos : end], self._what)
+        self._pos = end + 1
+        return value
+
+    def rest(self) -> bytes:
+        value = self._data[self._pos :]
+        self._pos = len(self._data)
+        return value
+
+    def at_end(self) -> bool:
+        return self._pos >= len(self._data)
+
+    def end(self) -> None:
+        if self._pos != len(self._data):
+            raise self._fail("unexpected trailing bytes")
+
+
+def _text(data: bytes, what: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ProtocolViolation(f"invalid {what} message: text is not valid UTF-8") from exc
+
+
+# ---------------------------------------------------------------------------------------
+# Frontend message parsers (payload without the type byte and length)
+
+
+def _parse_query(payload: bytes) -> Query:
+    r = _Reader(payload, "Query")
+    sql = r.cstring()
+    r.end()
+    return Query(sql)
+
+
+def _parse_terminate(payload: bytes) -> Terminate:
+    _Reader(payload, "Terminate").end()
+    return Terminate()
+
+
+def _parse_sync(payload: bytes) -> Sync:
+    _Reader(payload, "Sync").end()
+    return Sync()
+
+
+def _parse_flush(payload: bytes) -> Flush:
+    _Reader(payload, "Flush").end()
+    return Flush()
+
+
+def _parse_parse(payload: bytes) -> Parse:
+    r = _Reader(payload, "Parse")
+    name = r.cstring()
+    query = r.cstring()
+    count = r.int16()
+    if count < 0:
+        raise r._fail("negative parameter count")
+    types = tuple(r.int32() & 0xFFFFFFFF for _ in range(count))
+    r.end()
+    return Parse(name, query, types)
+
+
+def _int16_list(r: _Reader) -> tuple[int, ...]:
+    count = r.int16()
+    if count < 0:
+        raise r._fail("negative count")
+    return tuple(r.int16() for _ in range(count))
+
+
+def _parse_bind(payload: bytes) -> Bind:
+    r = _Reader(payload, "Bind")
+    portal = r.cstring()
+    statement = r.cstring()
+    formats = _int16_list(r)
+    count = r.int16()
+    if count < 0:
+        raise r._fail("negative parameter count")
+    values: list[bytes | None] = []
+    for _ in range(count):
+        length = r.int32()
+        values.append(None if length == -1 else r.raw(length))
+    result_formats = _int16_list(r)
+    r.end()
+    return Bind(portal, statement, formats, tuple(values), result_formats)
+
+
+def _kind_and_name(payload: bytes, what: str) -> tuple[str, str]:
+    r = _Reader(payload, what)
+    kind = r.byte()
+    if kind not in ("S", "P"):
+        raise r._fail(f"unknown target {kind!r} (expected 'S' or 'P')")
+    name = r.cstring()
+    r.end()
+    return kind, name
+
+
+def _parse_describe(payload: bytes) -> Describe:
+    return Describe(*_kind_and_name(payload, "Describe"))
+
+
+def _parse_close(payload: bytes) -> Close:
+    return Close(*_kind_and_name(payload, "Close"))
+
+
+def _parse_execute(payload: bytes) -> Execute:
+    r = _Reader(payload, "Execute")
+    portal = r.cstring()
+    max_rows = r.int32()
+    r.end()
+    return Execute(portal, max_rows)
+
+
+def _parse_password(payload: bytes) -> PasswordMessage:
+    r = _Reader(payload, "PasswordMessage")
+    password = r.cstring()
+    r.end()
+    return PasswordMessage(password)
+
+
+def _parse_sasl_initial(payload: bytes) -> SASLInitialResponse:
+    r = _Reader(payload, "SASLInitialResponse")
+    mechanism = r.cstring()
+    length = r.int32()
+    data = None if length == -1 else r.raw(length)
+    r.end()
+    return SASLInitialResponse(mechanism, data)
+
+
+_Parser = Callable[[bytes], FrontendMessage]
+
+_PARSERS: dict[int, _Parser] = {
+    ord("Q"): _parse_query,
+    ord("X"): _parse_terminate,
+    ord("P"): _parse_parse,
+    ord("B"): _parse_bind,
+    ord("D"): _parse_describe,
+    ord("E"): _parse_execute,
+    ord("C"): _parse_close,
+    ord("S"): _parse_sync,
+    ord("H"): _parse_flush,
+}
+_GENERIC_TYPES = frozenset(b"dcfF")
+
+
+def _parse_startup(packet: bytes) -> FrontendMessage:
+    """``packet`` is the startup packet after its length field."""
+    code = int(_INT32.unpack_from(packet, 0)[0])
+    body = packet[4:]
+    if code in (SSL_REQUEST_CODE, GSSENC_REQUEST_CODE):
+        if body:
+            raise ProtocolViolation("invalid SSLRequest/GSSENCRequest: unexpected trailing bytes")
+        return SSLRequest() if code == SSL_REQUEST_CODE else GSSENCRequest()
+    if code == CANCEL_REQUEST_CODE:
+        if len(body) != 8:
+            raise ProtocolViolation("invalid CancelRequest: expected exactly 16 bytes")
+        pid = int(_INT32.unpack_from(body, 0)[0])
+        secret = int(_UINT32.unpack_from(body, 4)[0])
+        return CancelRequest(pid, secret)
+    major, minor = code >> 16, code & 0xFFFF
+    if major != 3:
+        raise ProtocolViolation(
+            f"unsupported frontend protocol {major}.{minor}: server supports 3.0"
+        )
+    if not body or body[-1] != 0:
+        raise ProtocolViolation("invalid startup packet layout: expected terminator as last byte")
+    r = _Reader(body[:-1], "startup")
+    params: list[tuple[str, str]] = []
+    while not r.at_end():
+        name = r.cstring()
+        if not name:
+            raise ProtocolViolation("invalid startup packet layout: empty parameter name")
+        params.append((name, r.cstring()))
+    return StartupMessage(code, tuple(params))
+
+
+# ---------------------------------------------------------------------------------------
+# Decoder
+
+
+class FrontendDecoder:
+    """Incremental decoder of frontend messages.
+
+    Starts in the startup phase (untyped packets) unless ``startup=False``; after a
+    StartupMessage it switches to typed messages by itself. 'p' messages are decoded
+    according to :attr:`auth_stage`, which the server sets before reading each one; use
+    :meth:`next_message` (one at a time) when the stage may change between messages.
+    """
+
+    __slots__ = ("_buf", "_broken", "_max", "_startup", "auth_stage")
+
+    def __init__(
+        self, *, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE, startup: bool = True
+    ) -> None:
+        if max_message_size < 8:
+            raise ValueError("max_message_size must be at least 8 bytes")
+        self._buf = bytearray()
+        self._max = max_message_size
+        self._startup = startup
+        self._broken: ProtocolViolation | None = None
+        self.auth_stage = AuthStage.NONE
+
+    @property
+    def in_startup_phase(self) -> bool:
+        return self._startup
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received but not yet returned as a message."""
+        return len(self._buf)
+
+    def append(self, data: bytes) -> None:
+        """Buffer bytes without decoding them."""
+        self._buf += data
+
+    def feed(self, data: bytes) -> list[FrontendMessage]:
+        """Buffer ``data`` and return every message that is now complete."""
+        self._buf += data
+        out: list[FrontendMessage] = []
+        while (msg := self.next_message()) is not None:
+            out.append(msg)
+        return out
+
+    def next_message(self) -> FrontendMessage | None:
+        """Decode one complete message from the buffer, or None if more bytes are needed."""
+        if self._broken is not None:
+            raise self._broken
+        try:
+            return self._startup_packet() if self._startup else self._typed_message()
+        except ProtocolViolation as exc:
+            self._broken = exc
+            raise
+
+    def _startup_packet(self) -> FrontendMessage | None:
+        buf = self._buf
+        if len(buf) < 4:
+            return None
+        length = int(_INT32.unpack_from(buf, 0)[0])
+        limit = min(self._max, MAX_STARTUP_PACKET_SIZE)
+        if length < 8 or length > limit:
+            raise ProtocolViolation(f"invalid length of startup packet: {length}")
+        if len(buf) < length:
+            return None
+        packet = bytes(buf[4:length])
+        del buf[:length]
+        msg = _parse_startup(packet)
+        if isinstance(msg, StartupMessage):
+            self._startup = False
+        return msg
+
+    def _typed_message(self) -> FrontendMessage | None:
+        buf = self._buf
+        if len(buf) < 5:
+            if buf and buf[0] not in _PARSERS and buf[0] not in _GENERIC_TYPES and buf[0] != 0x70:
+                raise ProtocolViolation(f"invalid frontend message type {buf[0]}")
+            return None
+        type_byte = buf[0]
+        length = int(_INT32.unpack_from(buf, 1)[0])
+        if length < 4:
+            raise ProtocolViolation(f"invalid message length {length}")
+        if length > self._max:
+            raise ProtocolViolation(
+                f"message of {length} bytes exceeds the maximum of {self._max} bytes"
+            )
+        parser = _PARSERS.get(type_byte)
+        if parser is None and type_byte not in _GENERIC_TYPES and type_byte != 0x70:
+            raise ProtocolViolation(f"invalid frontend message type {type_byte}")
+        end = length + 1
+        if len(buf) < end:
+            return None
+        payload = bytes(buf[5:end])
+        del buf[:end]
+        if parser is not None:
+            return parser(payload)
+        if type_byte == 0x70:
+            return self._auth_message(payload)
+        return OtherMessage(bytes((type_byte,)), payload)
+
+    def _auth_message(self, payload: bytes) -> FrontendMessage:
+        stage = self.auth_stage
+        if stage is AuthStage.PASSWORD:
+            return _parse_password(payload)
+        if stage is AuthStage.SASL_INITIAL:
+            return _parse_sasl_initial(payload)
+        if stage is AuthStage.SASL_CONTINUE:
+            return SASLResponse(payload)
+        raise ProtocolViolation("unexpected password message: no authentication in progress")
+
+
+# ---------------------------------------------------------------------------------------
+# Backend encoders
+
+
+def _msg(type_byte: bytes, body: bytes) -> bytes:
+    return type_byte + _INT32.pack(len(body) + 4) + body
+
+
+def _cstr(text: str) -> bytes:
+    data = text.encode("utf-8")
+    if b"\x00" in data:
+        # A NUL would cut the string short and desynchronise the client: replace it.
+        data = data.replace(b"\x00", b"\\0")
+    return data + b"\x00"
+
+
+SSL_REFUSED = b"N"
+"""The single byte answering SSLRequest and GSSENCRequest: not supported."""
+
+AUTHENTICATION_OK = _msg(b"R", _INT32.pack(0))
+PARSE_COMPLETE = _msg(b"1", b"")
+BIND_COMPLETE = _msg(b"2", b"")
+CLOSE_COMPLETE = _msg(b"3", b"")
+NO_DATA = _msg(b"n", b"")
+EMPTY_QUERY_RESPONSE = _msg(b"I", b"")
+PORTAL_SUSPENDED = _msg(b"s", b"")
+
+_READY = {status: _msg(b"Z", status) for status in (b"I", b"T", b"E")}
+
+
+def authentication_ok() -> bytes:
+    return AUTHENTICATION_OK
+
+
+def authentication_sasl(mechanisms: Iterable[str]) -> bytes:
+    body = _INT32.pack(10) + b"".join(_cstr(m) for m in mechanisms) + b"\x00"
+    return _msg(b"R", body)
+
+
+def authentication_sasl_continue(data: bytes) -> bytes:
+    return _msg(b"R", _INT32.pack(11) + data)
+
+
+def authentication_sasl_final(data: bytes) -> bytes:
+    return _msg(b"R", _INT32.pack(12) + data)
+
+
+def parameter_status(name: str, value: str) -> bytes:
+    return _msg(b"S", _cstr(name) + _cstr(value))
+
+
+def backend_key_data(process_id: int, secret_key: int) -> bytes:
+    return _msg(b"K", _INT32.pack(process_id) + _UINT32.pack(secret_key))
+
+
+def negotiate_protocol_version(newest_minor: int, unrecognized: Sequence[str]) -> bytes:
+    body = _INT32.pack(newest_minor) + _INT32.pack(len(unrecognized))
+    return _msg(b"v", body + b"".join(_cstr(o) for o in unrecognized))
+
+
+def ready_for_query(status: bytes) -> bytes:
+    """``status`` is b'I' (idle), b'T' (in transaction) or b'E' (failed transaction)."""
+    try:
+        return _READY[status]
+    except KeyError:
+        raise ValueError(f"invalid transaction status {status!r}") from None
+
+
+def row_description(columns: Iterable[tuple[str, int, int, int]]) -> bytes:
+    """Columns as (name, type_oid, type_size, type_modifier); always text format."""
+    parts: list[bytes] = []
+    count = 0
+    for name, type_oid, type_size, type_modifier in columns:
+        count += 1
+        parts.append(_cstr(name))
+        parts.append(struct.pack("!ihIhih", 0, 0, type_oid, type_size, type_modifier, 0))
+    return _msg(b"T", _INT16.pack(count) + b"".join(parts))
+
+
+def data_row(values: Sequence[str | None]) -> bytes:
+    """One row of text-format values; None is SQL NULL."""
+    parts = [b""]
+    pack = _INT32.pack
+    for value in values:
+        if value is None:
+            parts.append(b"\xff\xff\xff\xff")
+        else:
+            data = value.encode("utf-8")
+            parts.append(pack(len(data)))
+            parts.append(data)
+    parts[0] = b"D" + pack(sum(len(p) for p in parts) + 6) + _INT16.pack(len(values))
+    return b"".join(parts)
+
+
+def command_complete(tag: str) -> bytes:
+    return _msg(b"C", _cstr(tag))
+
+
+def empty_query_response() -> bytes:
+    return EMPTY_QUERY_RESPONSE
+
+
+def _fields(severity: str, code: str, message: str, detail: str | None, hint: str | None) -> bytes:
+    parts = [b"S", _cstr(severity), b"V", _cstr(severity), b"C", _cstr(code), b"M", _cstr(message)]
+    if detail is not None:
+        parts += [b"D", _cstr(detail)]
+    if hint is not None:
+        parts += [b"H", _cstr(hint)]
+    parts.append(b"\x00")
+    return b"".join(parts)
+
+
+def error_response(
+    code: str,
+    message: str,
+    *,
+    severity: str = "ERROR",
+    detail: str | None = None,
+    hint: str | None = None,
+) -> bytes:
+    return _msg(b"E", _fields(severity, code, message, detail, hint))
+
+
+def notice_response(
+    message: str,
+    *,
+    severity: str = "NOTICE",
+    code: str = "00000",
+    detail: str | None = None,
+    hint: str | None = None,
+) -> bytes:
+    return _msg(b"N", _fields(severity, code, message, detail, hint))
+
+
+def parse_complete() -> bytes:
+    return PARSE_COMPLETE
+
+
+def bind_complete() -> bytes:
+    return BIND_COMPLETE
+
+
+def close_complete() -> bytes:
+    return CLOSE_COMPLETE
+
+
+def no_data() -> bytes:
+    return NO_DATA
+
+
+def portal_suspended() -> bytes:
+    return PORTAL_SUSPENDED
+
+
+def parameter_description(type_oids: Sequence[int]) -> bytes:
+    body = _INT16.pack(len(type_oids)) + b"".join(_UINT32.pack(o) for o in type_oids)
+    return _msg(b"t", body)

@@ -1,0 +1,140 @@
+"""The one seam between the wire protocol (``proxy.server``) and the query pipeline.
+
+The server knows bytes, connection states and authentication exchanges; the application
+knows analysts, sessions and queries. Neither imports the other's internals: the server
+is given an object satisfying :class:`Application`, and every statement it receives goes
+through :meth:`Session.execute`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Protocol
+
+
+class TransactionStatus(Enum):
+    """The transaction indicator sent in ReadyForQuery."""
+
+    IDLE = b"I"
+    IN_TRANSACTION = b"T"
+    FAILED = b"E"
+
+
+@dataclass(frozen=True)
+class Notice:
+    """A NoticeResponse: information for the client that does not end the statement."""
+
+    message: str
+    severity: str = "NOTICE"
+    code: str = "00000"
+    detail: str | None = None
+    hint: str | None = None
+
+
+@dataclass(frozen=True)
+class ColumnDescription:
+    """One field of a RowDescription. Values are always sent in text format."""
+
+    name: str
+    type_oid: int
+    type_size: int = -1
+    type_modifier: int = -1
+
+
+@dataclass(frozen=True)
+class StatementResult:
+    """The outcome of one statement that succeeded.
+
+    ``columns`` is None for statements that return no rows (SET, BEGIN, ...): the server
+    then sends only CommandComplete. ``rows`` hold text-format values (None is NULL).
+    ``parameter_status`` lists ParameterStatus messages to send (e.g. after SET
+    application_name). ``empty`` marks an empty query string (EmptyQueryResponse).
+    """
+
+    tag: str
+    columns: tuple[ColumnDescription, ...] | None = None
+    rows: tuple[tuple[str | None, ...], ...] = ()
+    notices: tuple[Notice, ...] = ()
+    parameter_status: tuple[tuple[str, str], ...] = ()
+    empty: bool = False
+
+
+class QueryError(Exception):
+    """A statement failed; the server sends an ErrorResponse with these fields.
+
+    ``message`` is what the analyst reads: it says what went wrong and what to do.
+    Raw backend error text must never be put here.
+    """
+
+    def __init__(
+        self,
+        sqlstate: str,
+        message: str,
+        *,
+        detail: str | None = None,
+        hint: str | None = None,
+        severity: str = "ERROR",
+        notices: tuple[Notice, ...] = (),
+    ) -> None:
+        super().__init__(message)
+        self.sqlstate = sqlstate
+        self.message = message
+        self.detail = detail
+        self.hint = hint
+        self.severity = severity
+        self.notices = notices
+
+
+@dataclass(frozen=True)
+class ClientInfo:
+    """Who connected: the startup packet's parameters and the peer address."""
+
+    user: str
+    database: str
+    address: str
+    parameters: dict[str, str] = field(default_factory=dict)
+
+
+class Session(Protocol):
+    """One authenticated connection's application state."""
+
+    @property
+    def transaction_status(self) -> TransactionStatus: ...
+
+    async def execute(self, sql: str) -> StatementResult:
+        """Run one statement (a Query message, or Execute of a portal). Raise QueryError."""
+        ...
+
+    async def describe(self, sql: str) -> tuple[ColumnDescription, ...] | None:
+        """The columns ``execute(sql)`` would return (None: no rows), without running the
+        statement or charging anything. Raise QueryError if it would be refused."""
+        ...
+
+    def cancel(self) -> None:
+        """Ask the statement running now (if any) to stop. Safe from any task."""
+        ...
+
+    async def close(self) -> None:
+        """The connection ended (Terminate or disconnect)."""
+        ...
+
+
+class Application(Protocol):
+    """What the server needs from the rest of dpproxy."""
+
+    def scram_verifier(self, user: str) -> str | None:
+        """The stored SCRAM-SHA-256 verifier for ``user``, or None if unknown."""
+        ...
+
+    def server_parameters(self) -> dict[str, str]:
+        """ParameterStatus values sent after authentication (server_version, ...)."""
+        ...
+
+    async def open_session(self, client: ClientInfo) -> Session:
+        """Called after successful authentication. Raise QueryError to refuse."""
+        ...
+
+    def log_authentication_failure(self, client: ClientInfo, reason: str) -> None:
+        """Record a failed login (audit)."""
+        ...

@@ -1,0 +1,520 @@
+"""The asyncio PostgreSQL wire-protocol server.
+
+Speaks protocol 3.0 without TLS (SSLRequest and GSSENCRequest are answered ``N``),
+authenticates with SCRAM-SHA-256, and hands every simple-protocol Query to the
+application's :class:`~proxy.seam.Session`; the extended protocol's statements and
+portals are kept by :mod:`proxy.extended`. Responses are buffered and written once per
+statement (or once per batch of messages that need no answer of their own).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import logging
+import secrets
+import struct
+from collections.abc import Callable
+
+from proxy.extended import ExtendedQueries
+from proxy.protocol import codec
+from proxy.protocol.codec import DEFAULT_MAX_MESSAGE_SIZE, ProtocolViolation
+from proxy.protocol.messages import (
+    AuthStage,
+    Bind,
+    CancelRequest,
+    Close,
+    Describe,
+    Execute,
+    Flush,
+    FrontendMessage,
+    GSSENCRequest,
+    OtherMessage,
+    Parse,
+    Query,
+    SASLInitialResponse,
+    SASLResponse,
+    SSLRequest,
+    StartupMessage,
+    Sync,
+    Terminate,
+)
+from proxy.protocol.scram import (
+    MECHANISM,
+    InvalidVerifier,
+    ScramAuthenticationFailed,
+    ScramExchange,
+    ScramProtocolError,
+)
+from proxy.protocol.states import ConnectionState, transition
+from proxy.seam import Application, ClientInfo, QueryError, Session, StatementResult
+
+logger = logging.getLogger(__name__)
+
+INTERNAL_ERROR_MESSAGE = "internal error in dpproxy; the statement was not answered"
+FUNCTION_CALL_MESSAGE = "dpproxy does not support the function call protocol"
+DEFAULT_STARTUP_TIMEOUT = 60.0
+_READ_SIZE = 1 << 16
+_EXTENDED = (Parse, Bind, Describe, Execute, Close)
+_CANCEL_KEY = struct.Struct("!iI")
+
+
+class _Closed(Exception):
+    """Internal: the connection must end now (the answer, if any, is already queued)."""
+
+
+def encode_result(result: StatementResult) -> bytes:
+    """The backend messages answering one successful statement, before ReadyForQuery."""
+    parts = [
+        codec.notice_response(
+            n.message, severity=n.severity, code=n.code, detail=n.detail, hint=n.hint
+        )
+        for n in result.notices
+    ]
+    parts.extend(codec.parameter_status(name, value) for name, value in result.parameter_status)
+    if result.empty:
+        parts.append(codec.EMPTY_QUERY_RESPONSE)
+        return b"".join(parts)
+    if result.columns is not None:
+        parts.append(
+            codec.row_description(
+                (c.name, c.type_oid, c.type_size, c.type_modifier) for c in result.columns
+            )
+        )
+        data_row = codec.data_row
+        parts.extend(data_row(row) for row in result.rows)
+    parts.append(codec.command_complete(result.tag))
+    return b"".join(parts)
+
+
+def encode_query_error(err: QueryError, *, severity: str | None = None) -> bytes:
+    """The error's notices followed by its ErrorResponse."""
+    parts = [
+        codec.notice_response(
+            n.message, severity=n.severity, code=n.code, detail=n.detail, hint=n.hint
+        )
+        for n in err.notices
+    ]
+    parts.append(
+        codec.error_response(
+            err.sqlstate,
+            err.message,
+            severity=severity or err.severity,
+            detail=err.detail,
+            hint=err.hint,
+        )
+    )
+    return b"".join(parts)
+
+
+class Server:
+    """A listening dpproxy server. ``await start()`` returns the bound port."""
+
+    def __init__(
+        self,
+        app: Application,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+        startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+    ) -> None:
+        self.app = app
+        self.host = host
+        self.requested_port = port
+        self.max_message_size = max_message_size
+        self.startup_timeout = startup_timeout
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._connections: set[_Connection] = set()
+        self._closing = False
+        self._live: dict[int, _Connection] = {}
+        self.port = 0
+
+    async def start(self) -> int:
+        if self._server is not None:
+            raise RuntimeError("server already started")
+        self._server = await asyncio.start_server(
+            self._on_connect, self.host, self.requested_port, limit=_READ_SIZE
+        )
+        sockets = self._server.sockets
+        self.port = int(sockets[0].getsockname()[1]) if sockets else self.requested_port
+        logger.info("dpproxy listening on %s:%d", self.host, self.port)
+        return self.port
+
+    async def serve_forever(self) -> None:
+        if self._server is None:
+            await self.start()
+        if self._server is not None:
+            await self._server.serve_forever()
+
+    async def close(self, *, grace: float = 5.0) -> None:
+        """Stop listening and end every open connection (their sessions are closed).
+
+        Sockets are closed first so that idle connections end by themselves; handlers
+        still busy (a statement running) after ``grace`` seconds are cancelled.
+        """
+        server, self._server = self._server, None
+        self._closing = True
+        if server is not None:
+            server.close()
+        for conn in list(self._connections):
+            conn.writer.close()
+        tasks = list(self._tasks)
+        if tasks:
+            _, pending = await asyncio.wait(tasks, timeout=grace)
+            for task in pending:
+                task.cancel()
+            if pending:
+                await asyncio.wait(pending)
+        if server is not None:
+            await server.wait_closed()
+
+    async def _on_connect(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
+        conn = _Connection(self, reader, writer)
+        self._connections.add(conn)
+        try:
+            await conn.run()
+        except asyncio.CancelledError:
+            # Only close() cancels these tasks. Ending normally keeps asyncio's stream
+            # callback (which calls task.exception()) from logging a spurious error.
+            if not self._closing:
+                raise
+        finally:
+            self._connections.discard(conn)
+            if task is not None:
+                self._tasks.discard(task)
+
+    # --- cancel keys ---
+
+    def register(self, conn: _Connection) -> tuple[int, int]:
+        """Give ``conn`` a fresh (process id, secret key) pair."""
+        while True:
+            pid = secrets.randbelow(2**31 - 2) + 1
+            if pid not in self._live:
+                break
+        self._live[pid] = conn
+        return pid, secrets.randbits(32)
+
+    def unregister(self, pid: int) -> None:
+        self._live.pop(pid, None)
+
+    def cancel(self, request: CancelRequest) -> bool:
+        """Cancel the statement of the connection the key names; False if none matches."""
+        conn = self._live.get(request.process_id)
+        if conn is None or conn.session is None:
+            return False
+        expected = _CANCEL_KEY.pack(conn.process_id, conn.secret_key)
+        given = _CANCEL_KEY.pack(request.process_id, request.secret_key)
+        if not hmac.compare_digest(expected, given):
+            return False
+        try:
+            conn.session.cancel()
+        except Exception:
+            logger.exception("Session.cancel() failed")
+            return False
+        return True
+
+
+class _Connection:
+    """One client connection, from the startup packet to the end."""
+
+    def __init__(
+        self, server: Server, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        self.server = server
+        self.app = server.app
+        self.reader = reader
+        self.writer = writer
+        self.decoder = codec.FrontendDecoder(max_message_size=server.max_message_size)
+        self.state = ConnectionState.AWAITING_STARTUP
+        self.session: Session | None = None
+        self.process_id = 0
+        self.secret_key = 0
+        self.out: list[bytes] = []
+        self.extended = ExtendedQueries()
+        peer = writer.get_extra_info("peername")
+        self.address = str(peer[0]) if isinstance(peer, tuple) and peer else str(peer or "")
+
+    # --- I/O ---
+
+    def send(self, data: bytes) -> None:
+        self.out.append(data)
+
+    async def flush(self) -> None:
+        if self.out:
+            data = b"".join(self.out)
+            self.out.clear()
+            self.writer.write(data)
+            await self.writer.drain()
+
+    async def read(self) -> FrontendMessage | None:
+        """The next message, or None at end of stream. Flushes output before waiting."""
+        while True:
+            msg = self.decoder.next_message()
+            if msg is not None:
+                return msg
+            await self.flush()
+            data = await self.reader.read(_READ_SIZE)
+            if not data:
+                return None
+            self.decoder.append(data)
+
+    def move(self, target: ConnectionState) -> None:
+        self.state = transition(self.state, target)
+
+    # --- lifecycle ---
+
+    async def run(self) -> None:
+        try:
+            async with asyncio.timeout(self.server.startup_timeout):
+                self.session = await self.startup()
+            if self.session is not None:
+                await self.query_loop(self.session)
+        except ProtocolViolation as exc:
+            logger.warning("closing connection from %s: %s", self.address, exc)
+            self.send(codec.error_response(exc.sqlstate, str(exc), severity="FATAL"))
+        except TimeoutError:
+            logger.warning("closing connection from %s: startup took too long", self.address)
+            self.send(
+                codec.error_response("08P01", "authentication took too long", severity="FATAL")
+            )
+        except _Closed:
+            pass
+        except (ConnectionError, OSError) as exc:
+            logger.debug("connection from %s lost: %s", self.address, exc)
+        except Exception:
+            # A bug here or in the application (outside Session.execute): end this
+            # connection only, and tell the client why if the socket still works.
+            logger.exception("closing connection from %s after an internal error", self.address)
+            self.send(codec.error_response("XX000", INTERNAL_ERROR_MESSAGE, severity="FATAL"))
+        finally:
+            await self.finish()
+
+    async def finish(self) -> None:
+        if self.process_id:
+            self.server.unregister(self.process_id)
+        if self.state is not ConnectionState.CLOSED:
+            self.move(ConnectionState.CLOSED)
+        session, self.session = self.session, None
+        if session is not None:
+            try:
+                await session.close()
+            except Exception:
+                logger.exception("Session.close() failed")
+        with contextlib.suppress(ConnectionError, OSError):
+            await self.flush()
+        self.writer.close()
+        with contextlib.suppress(ConnectionError, OSError):
+            await self.writer.wait_closed()
+
+    # --- startup and authentication ---
+
+    async def startup(self) -> Session | None:
+        while True:
+            msg = await self.read()
+            if msg is None:
+                return None
+            if isinstance(msg, SSLRequest | GSSENCRequest):
+                if self.decoder.buffered:
+                    raise ProtocolViolation("received unencrypted data after SSL request")
+                self.send(codec.SSL_REFUSED)
+                continue
+            if isinstance(msg, CancelRequest):
+                if not self.server.cancel(msg):
+                    logger.info("cancel request from %s matched no connection", self.address)
+                return None
+            if isinstance(msg, StartupMessage):
+                break
+            raise ProtocolViolation("expected a startup packet")
+        return await self.open(msg)
+
+    async def open(self, startup: StartupMessage) -> Session | None:
+        params = startup.params
+        options = [name for name in params if name.startswith("_pq_.")]
+        if startup.minor > 0 or options:
+            self.send(codec.negotiate_protocol_version(0, options))
+        user = params.get("user", "")
+        if not user:
+            self.send(
+                codec.error_response(
+                    "28000", "no PostgreSQL user name specified in startup packet", severity="FATAL"
+                )
+            )
+            return None
+        parameters = {k: v for k, v in params.items() if not k.startswith("_pq_.")}
+        client = ClientInfo(
+            user=user,
+            database=params.get("database") or user,
+            address=self.address,
+            parameters=parameters,
+        )
+        if not await self.authenticate(client):
+            return None
+        self.send(codec.AUTHENTICATION_OK)
+        for name, value in self.app.server_parameters().items():
+            self.send(codec.parameter_status(name, value))
+        self.process_id, self.secret_key = self.server.register(self)
+        self.send(codec.backend_key_data(self.process_id, self.secret_key))
+        try:
+            session = await self.app.open_session(client)
+        except QueryError as err:
+            severity = "FATAL" if err.severity == "ERROR" else err.severity
+            self.send(encode_query_error(err, severity=severity))
+            return None
+        self.send(codec.ready_for_query(_status(session)))
+        return session
+
+    async def authenticate(self, client: ClientInfo) -> bool:
+        verifier = self.app.scram_verifier(client.user)
+        try:
+            exchange = ScramExchange(verifier, user=client.user)
+        except InvalidVerifier as exc:
+            logger.error("stored SCRAM verifier of user %r is unusable: %s", client.user, exc)
+            exchange = ScramExchange(None, user=client.user)
+        self.move(ConnectionState.AUTHENTICATING_SASL_FIRST)
+        self.send(codec.authentication_sasl([MECHANISM]))
+        self.decoder.auth_stage = AuthStage.SASL_INITIAL
+        try:
+            first = await self.read()
+            if first is None or isinstance(first, Terminate):
+                return False
+            if not isinstance(first, SASLInitialResponse):
+                raise ProtocolViolation("expected SASLInitialResponse message")
+            if first.mechanism != MECHANISM:
+                raise ScramProtocolError("client selected an invalid SASL authentication mechanism")
+            if first.data is None:
+                raise ScramProtocolError("malformed SCRAM message (empty client-first message)")
+            self.send(codec.authentication_sasl_continue(exchange.server_first(first.data)))
+            self.move(ConnectionState.AUTHENTICATING_SASL_FINAL)
+            self.decoder.auth_stage = AuthStage.SASL_CONTINUE
+            final = await self.read()
+            if final is None or isinstance(final, Terminate):
+                return False
+            if not isinstance(final, SASLResponse):
+                raise ProtocolViolation("expected SASLResponse message")
+            server_final = exchange.server_final(final.data)
+        except ScramAuthenticationFailed as exc:
+            self.auth_failed(client, exc.reason)
+            message = f'password authentication failed for user "{client.user}"'
+            self.send(codec.error_response(exc.sqlstate, message, severity="FATAL"))
+            return False
+        except ScramProtocolError as exc:
+            self.auth_failed(client, str(exc))
+            self.send(codec.error_response(exc.sqlstate, str(exc), severity="FATAL"))
+            return False
+        self.decoder.auth_stage = AuthStage.NONE
+        self.send(codec.authentication_sasl_final(server_final))
+        self.move(ConnectionState.READY)
+        return True
+
+    def auth_failed(self, client: ClientInfo, reason: str) -> None:
+        logger.info("authentication failed for user %r from %s", client.user, self.address)
+        try:
+            self.app.log_authentication_failure(client, reason)
+        except Exception:
+            logger.exception("log_authentication_failure failed")
+
+    # --- queries ---
+
+    async def query_loop(self, session: Session) -> None:
+        while True:
+            msg = await self.read()
+            if msg is None or isinstance(msg, Terminate):
+                return
+            if self.state is ConnectionState.IN_EXTENDED_ERROR:
+                if isinstance(msg, Sync):
+                    self.move(ConnectionState.READY)
+                    self.send(codec.ready_for_query(_status(session)))
+                continue
+            if isinstance(msg, Query):
+                self.extended.forget_unnamed()
+                await self.query(session, msg.sql)
+            elif isinstance(msg, Sync):
+                self.send(codec.ready_for_query(_status(session)))
+            elif isinstance(msg, Flush):
+                await self.flush()
+            elif isinstance(msg, _EXTENDED):
+                await self.extended_message(session, msg)
+            elif isinstance(msg, OtherMessage):
+                if msg.type == b"F":
+                    self.send(codec.error_response("0A000", FUNCTION_CALL_MESSAGE))
+                    self.send(codec.ready_for_query(_status(session)))
+                # CopyData/CopyDone/CopyFail outside COPY are ignored, as PostgreSQL does.
+            else:
+                raise ProtocolViolation(f"unexpected {type(msg).__name__} message")
+
+    async def extended_message(
+        self, session: Session, msg: Parse | Bind | Describe | Execute | Close
+    ) -> None:
+        fatal = False
+        try:
+            if isinstance(msg, Parse):
+                response = self.extended.parse(msg)
+            elif isinstance(msg, Bind):
+                response = self.extended.bind(msg)
+            elif isinstance(msg, Describe):
+                response = await self.extended.describe(session, msg)
+            elif isinstance(msg, Execute):
+                await self.flush()  # answers to earlier pipelined messages go out first
+                response = await self.extended.execute(session, msg)
+            else:
+                response = self.extended.close(msg)
+        except QueryError as err:
+            response = encode_query_error(err)
+            fatal = err.severity in ("FATAL", "PANIC")
+            self.move(ConnectionState.IN_EXTENDED_ERROR)
+        except Exception:
+            logger.exception("unexpected error in the extended query protocol")
+            response = codec.error_response("XX000", INTERNAL_ERROR_MESSAGE)
+            self.move(ConnectionState.IN_EXTENDED_ERROR)
+        self.send(response)
+        if fatal:
+            raise _Closed
+
+    async def query(self, session: Session, sql: str) -> None:
+        await self.flush()  # answers to earlier pipelined messages go out first
+        fatal = False
+        try:
+            response = encode_result(await session.execute(sql))
+        except QueryError as err:
+            response = encode_query_error(err)
+            fatal = err.severity in ("FATAL", "PANIC")
+        except Exception:
+            logger.exception("unexpected error while executing a statement")
+            response = codec.error_response("XX000", INTERNAL_ERROR_MESSAGE)
+        self.send(response)
+        if fatal:
+            raise _Closed
+        self.send(codec.ready_for_query(_status(session)))
+
+
+def _status(session: Session) -> bytes:
+    try:
+        return session.transaction_status.value
+    except Exception:
+        logger.exception("Session.transaction_status failed")
+        return b"I"
+
+
+async def serve(
+    app: Application,
+    host: str,
+    port: int,
+    *,
+    ready: Callable[[int], None] | None = None,
+    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+) -> None:
+    """Run a server until cancelled; ``ready`` is called with the bound port."""
+    server = Server(app, host, port, max_message_size=max_message_size)
+    bound = await server.start()
+    if ready is not None:
+        ready(bound)
+    try:
+        await server.serve_forever()
+    finally:
+        await server.close()

@@ -1,0 +1,251 @@
+"""One analyst's connection: session settings, transaction state, and query dispatch."""
+
+from __future__ import annotations
+
+from accountant import Epsilon, InvalidAmount
+from proxy.backends import CancelToken
+from proxy.pipeline import Asker, Pipeline
+from proxy.seam import ColumnDescription, Notice, QueryError, StatementResult, TransactionStatus
+from proxy.sqlstate import (
+    CANT_CHANGE_RUNTIME_PARAM,
+    FEATURE_NOT_SUPPORTED,
+    IN_FAILED_SQL_TRANSACTION,
+    INVALID_PARAMETER_VALUE,
+    SYNTAX_ERROR,
+    UNDEFINED_OBJECT,
+    WARNING,
+)
+from proxy.statements import Kind, SessionStatement, StatementSyntaxError, recognize, strip_sql
+
+TEXT_OID = 25
+EPSILON_PARAMETER = "dpproxy.epsilon"
+BUDGET_PARAMETER = "dpproxy.budget"
+
+# Parameters a client may SET and SHOW; they change nothing in how data is answered.
+DEFAULT_PARAMETERS: dict[str, str] = {
+    "application_name": "",
+    "bytea_output": "hex",
+    "client_encoding": "UTF8",
+    "client_min_messages": "notice",
+    "datestyle": "ISO, MDY",
+    "default_transaction_isolation": "read committed",
+    "default_transaction_read_only": "on",
+    "extra_float_digits": "1",
+    "idle_in_transaction_session_timeout": "0",
+    "integer_datetimes": "on",
+    "intervalstyle": "postgres",
+    "lc_messages": "C",
+    "lc_monetary": "C",
+    "lc_numeric": "C",
+    "lc_time": "C",
+    "lock_timeout": "0",
+    "search_path": '"$user", public',
+    "server_encoding": "UTF8",
+    "standard_conforming_strings": "on",
+    "statement_timeout": "0",
+    "timezone": "UTC",
+    "transaction_isolation": "read committed",
+    "transaction_read_only": "on",
+}
+READ_ONLY_PARAMETERS = frozenset(
+    {"server_encoding", "integer_datetimes", "server_version", "transaction_read_only"}
+)
+FIXED_VALUES = {
+    "client_encoding": {"utf8", "unicode", "utf-8"},
+    "standard_conforming_strings": {"on", "true", "1"},
+}
+REPORTED_PARAMETERS = {
+    "application_name": "application_name",
+    "datestyle": "DateStyle",
+    "timezone": "TimeZone",
+    "intervalstyle": "IntervalStyle",
+}
+
+
+class AnalystSession:
+    def __init__(self, pipeline: Pipeline, asker: Asker, application_name: str) -> None:
+        self._pipeline = pipeline
+        self._asker = asker
+        self._status = TransactionStatus.IDLE
+        self._parameters = dict(DEFAULT_PARAMETERS)
+        self._parameters["application_name"] = application_name
+        self._epsilon: Epsilon = asker.budget.default_per_query
+        self._token: CancelToken | None = None
+
+    @property
+    def transaction_status(self) -> TransactionStatus:
+        return self._status
+
+    def cancel(self) -> None:
+        token = self._token
+        if token is not None:
+            token.cancel()
+
+    async def close(self) -> None:
+        self.cancel()
+
+    async def execute(self, sql: str) -> StatementResult:
+        try:
+            return await self._execute(sql)
+        except QueryError:
+            if self._status is TransactionStatus.IN_TRANSACTION:
+                self._status = TransactionStatus.FAILED
+            raise
+
+    async def describe(self, sql: str) -> tuple[ColumnDescription, ...] | None:
+        try:
+            if not strip_sql(sql):
+                return None
+            statement = self._recognize(sql)
+            if statement is None:
+                return await self._pipeline.describe(self._asker, sql, self._epsilon)
+        except QueryError:
+            if self._status is TransactionStatus.IN_TRANSACTION:
+                self._status = TransactionStatus.FAILED
+            raise
+        if statement.kind is Kind.SHOW:
+            return (ColumnDescription(statement.name or "", TEXT_OID),)
+        return None
+
+    def _recognize(self, sql: str) -> SessionStatement | None:
+        try:
+            statement = recognize(sql)
+        except StatementSyntaxError as error:
+            raise QueryError(SYNTAX_ERROR, str(error)) from None
+        if self._status is TransactionStatus.FAILED and (
+            statement is None or statement.kind not in (Kind.COMMIT, Kind.ROLLBACK)
+        ):
+            raise QueryError(
+                IN_FAILED_SQL_TRANSACTION,
+                "current transaction is aborted, commands ignored until end of transaction block",
+                hint="send ROLLBACK",
+            )
+        return statement
+
+    async def _execute(self, sql: str) -> StatementResult:
+        if not strip_sql(sql):
+            return StatementResult(tag="", empty=True)
+        statement = self._recognize(sql)
+        if statement is not None:
+            return self._session_statement(statement)
+        token = CancelToken()
+        self._token = token
+        try:
+            return await self._pipeline.answer(self._asker, sql, self._epsilon, token)
+        finally:
+            self._token = None
+
+    def _session_statement(self, statement: SessionStatement) -> StatementResult:
+        if statement.kind is Kind.BEGIN:
+            if self._status is not TransactionStatus.IDLE:
+                return StatementResult(
+                    tag="BEGIN", notices=(_warning("there is already a transaction in progress"),)
+                )
+            self._status = TransactionStatus.IN_TRANSACTION
+            return StatementResult(tag="BEGIN")
+        if statement.kind in (Kind.COMMIT, Kind.ROLLBACK):
+            was = self._status
+            self._status = TransactionStatus.IDLE
+            tag = "COMMIT" if statement.kind is Kind.COMMIT else "ROLLBACK"
+            if was is TransactionStatus.IDLE:
+                return StatementResult(
+                    tag=tag, notices=(_warning("there is no transaction in progress"),)
+                )
+            return StatementResult(tag="ROLLBACK" if was is TransactionStatus.FAILED else tag)
+        if statement.kind is Kind.SHOW:
+            return self._show(statement.name or "")
+        if statement.kind is Kind.RESET:
+            return self._reset(statement.name or "")
+        return self._set(statement.name or "", statement.value)
+
+    def _show(self, name: str) -> StatementResult:
+        if name == EPSILON_PARAMETER:
+            value = self._epsilon.plain
+        elif name == "all":
+            raise QueryError(
+                FEATURE_NOT_SUPPORTED,
+                "SHOW ALL is not supported",
+                hint="SHOW one parameter at a time",
+            )
+        elif name in self._parameters:
+            value = self._parameters[name]
+        else:
+            raise _unknown(name)
+        column = ColumnDescription(name, TEXT_OID)
+        return StatementResult(tag="SHOW", columns=(column,), rows=((value,),))
+
+    def _reset(self, name: str) -> StatementResult:
+        if name in ("all", EPSILON_PARAMETER):
+            self._epsilon = self._asker.budget.default_per_query
+        if name == "all":
+            self._parameters.update(
+                {k: v for k, v in DEFAULT_PARAMETERS.items() if k != "application_name"}
+            )
+            return StatementResult(tag="RESET")
+        if name == EPSILON_PARAMETER:
+            return StatementResult(tag="RESET")
+        if name not in DEFAULT_PARAMETERS:
+            raise _unknown(name)
+        if name in READ_ONLY_PARAMETERS:
+            raise QueryError(CANT_CHANGE_RUNTIME_PARAM, f'parameter "{name}" cannot be changed')
+        self._parameters[name] = DEFAULT_PARAMETERS[name]
+        return StatementResult(tag="RESET", parameter_status=self._report(name))
+
+    def _set(self, name: str, value: str | None) -> StatementResult:
+        if name == EPSILON_PARAMETER:
+            self._epsilon = self._parse_epsilon(value)
+            return StatementResult(tag="SET")
+        if name == "transaction":
+            return StatementResult(tag="SET")
+        if name.startswith("dpproxy."):
+            raise _unknown(name)
+        if name not in DEFAULT_PARAMETERS:
+            raise _unknown(name)
+        if name in READ_ONLY_PARAMETERS:
+            raise QueryError(CANT_CHANGE_RUNTIME_PARAM, f'parameter "{name}" cannot be changed')
+        new = DEFAULT_PARAMETERS[name] if value is None else value
+        allowed = FIXED_VALUES.get(name)
+        if allowed is not None and new.lower() not in allowed:
+            raise QueryError(
+                FEATURE_NOT_SUPPORTED, f"dpproxy supports only {name} = {DEFAULT_PARAMETERS[name]}"
+            )
+        self._parameters[name] = new
+        return StatementResult(tag="SET", parameter_status=self._report(name))
+
+    def _report(self, name: str) -> tuple[tuple[str, str], ...]:
+        reported = REPORTED_PARAMETERS.get(name)
+        return () if reported is None else ((reported, self._parameters[name]),)
+
+    def _parse_epsilon(self, value: str | None) -> Epsilon:
+        budget = self._asker.budget
+        if value is None:
+            return budget.default_per_query
+        try:
+            epsilon = Epsilon(value)
+        except (InvalidAmount, ValueError):
+            raise QueryError(
+                INVALID_PARAMETER_VALUE,
+                f'invalid value for {EPSILON_PARAMETER}: "{value}"',
+                hint=f"use a positive number, e.g. SET {EPSILON_PARAMETER} = 0.5",
+            ) from None
+        if epsilon.is_zero():
+            raise QueryError(INVALID_PARAMETER_VALUE, f"{EPSILON_PARAMETER} must be greater than 0")
+        if epsilon > budget.effective_cap:
+            raise QueryError(
+                INVALID_PARAMETER_VALUE,
+                f"{EPSILON_PARAMETER} = {value} is above the most one query may spend "
+                f"({budget.effective_cap})",
+                hint=f"use at most {budget.effective_cap.plain}",
+            )
+        return epsilon
+
+
+def _warning(message: str) -> Notice:
+    return Notice(message=message, severity="WARNING", code=WARNING)
+
+
+def _unknown(name: str) -> QueryError:
+    hint = None
+    if name.startswith("dpproxy."):
+        hint = f"dpproxy's settings: {EPSILON_PARAMETER}"
+    return QueryError(UNDEFINED_OBJECT, f'unrecognized configuration parameter "{name}"', hint=hint)

@@ -1,0 +1,204 @@
+"""The configuration file (TOML), validated by pydantic.
+
+Table policies come from ``rewriter.policy``; everything else is defined here. Relative
+paths are resolved against the directory of the configuration file.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tomllib
+from pathlib import Path
+from typing import Literal, Self
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from accountant import AnalystBudget, Epsilon
+from proxy.protocol.scram import InvalidVerifier, parse_verifier
+from rewriter.policy import TablePolicy
+
+DEFAULT_CONFIG = Path("dpproxy.toml")
+CONFIG_ENV = "DPPROXY_CONFIG"
+
+
+class ConfigError(Exception):
+    """The configuration cannot be used; the message names the file, key and fix."""
+
+
+class ServerSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    host: str = Field(default="127.0.0.1", description="Address to listen on.")
+    port: int = Field(default=6432, ge=0, le=65535, description="TCP port to listen on.")
+    max_message_bytes: int = Field(
+        default=1 << 20, ge=1024, description="Largest protocol message accepted from a client."
+    )
+
+
+class BackendSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    engine: Literal["duckdb", "postgres"] = Field(
+        default="duckdb", description="Which database holds the data."
+    )
+    path: Path | None = Field(default=None, description="DuckDB database file (engine duckdb).")
+    dsn: str | None = Field(default=None, description="PostgreSQL connection string.")
+    schema_name: str | None = Field(
+        default=None,
+        alias="schema",
+        description="Schema holding the tables (default: main for DuckDB, public for PostgreSQL).",
+    )
+    pool_size: int = Field(default=4, ge=1, le=64, description="PostgreSQL connections.")
+    statement_timeout_seconds: float = Field(
+        default=60.0, gt=0, description="Longest a query may run in the database."
+    )
+
+    @model_validator(mode="after")
+    def _check_engine(self) -> Self:
+        if self.engine == "duckdb" and self.path is None:
+            raise ValueError('engine "duckdb" needs path = "<database file>"')
+        if self.engine == "postgres" and not self.dsn:
+            raise ValueError('engine "postgres" needs dsn = "postgresql://user@host/db"')
+        return self
+
+    @property
+    def schema_or_default(self) -> str:
+        if self.schema_name:
+            return self.schema_name
+        return "main" if self.engine == "duckdb" else "public"
+
+
+class StateSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    path: Path = Field(
+        default=Path("dpproxy-state.sqlite"),
+        description="SQLite file holding budgets spent and the audit log.",
+    )
+
+
+class AnalystSettings(BaseModel):
+    """One analyst: credentials and privacy budget."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    password: str = Field(
+        description=(
+            "SCRAM-SHA-256 verifier of the password, as made by `dpproxy passwd` "
+            "(never the password itself)."
+        )
+    )
+    epsilon_total: float = Field(gt=0, description="Total ε the analyst may spend.")
+    epsilon_default: float = Field(
+        default=1.0, gt=0, description="ε of a query when the session has not SET dpproxy.epsilon."
+    )
+    epsilon_per_query_max: float | None = Field(
+        default=None, gt=0, description="Largest ε one query may spend (default: no cap)."
+    )
+
+    @field_validator("password")
+    @classmethod
+    def _check_password(cls, value: str) -> str:
+        try:
+            parse_verifier(value)
+        except InvalidVerifier:
+            raise ValueError(
+                "must be a SCRAM-SHA-256 verifier (run `dpproxy passwd` to make one), "
+                "never a plain-text password"
+            ) from None
+        return value
+
+    @model_validator(mode="after")
+    def _check(self) -> Self:
+        self.budget()  # validates the amounts and their order
+        return self
+
+    def budget(self) -> AnalystBudget:
+        for name in ("epsilon_total", "epsilon_default", "epsilon_per_query_max"):
+            value = getattr(self, name)
+            if value is not None and not math.isfinite(value):
+                raise ValueError(f"{name} must be a finite number")
+        try:
+            return AnalystBudget(
+                total=Epsilon(str(self.epsilon_total)),
+                default_per_query=Epsilon(str(self.epsilon_default)),
+                per_query_cap=(
+                    None
+                    if self.epsilon_per_query_max is None
+                    else Epsilon(str(self.epsilon_per_query_max))
+                ),
+            )
+        except ValidationError as error:
+            problem = error.errors()[0]["msg"].removeprefix("Value error, ")
+            problem = problem.replace("per_query_cap", "epsilon_per_query_max")
+            problem = problem.replace("default_per_query", "epsilon_default")
+            raise ValueError(problem.replace("total", "epsilon_total")) from None
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    server: ServerSettings = Field(default_factory=ServerSettings)
+    backend: BackendSettings
+    state: StateSettings = Field(default_factory=StateSettings)
+    analysts: dict[str, AnalystSettings] = Field(default_factory=dict)
+    tables: dict[str, TablePolicy] = Field(default_factory=dict)
+
+    def resolve_paths(self, base: Path) -> Settings:
+        backend = self.backend
+        if backend.path is not None and not backend.path.is_absolute():
+            backend = backend.model_copy(update={"path": base / backend.path})
+        state = self.state
+        if not state.path.is_absolute():
+            state = state.model_copy(update={"path": base / state.path})
+        return self.model_copy(update={"backend": backend, "state": state})
+
+
+def config_path(explicit: str | None) -> Path:
+    """--config, else $DPPROXY_CONFIG, else ./dpproxy.toml."""
+    if explicit:
+        return Path(explicit)
+    from_env = os.environ.get(CONFIG_ENV)
+    return Path(from_env) if from_env else DEFAULT_CONFIG
+
+
+def load_settings(path: Path) -> Settings:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(
+            f"{path}: no such configuration file; pass --config FILE, set {CONFIG_ENV}, "
+            "or run `dpproxy demo` to create one"
+        ) from None
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read: {error.strerror}") from None
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: not valid TOML: {error}") from None
+    try:
+        settings = Settings.model_validate(raw)
+    except ValidationError as error:
+        raise ConfigError(f"{path}: invalid configuration:\n{_describe(error)}") from None
+    return settings.resolve_paths(path.resolve().parent)
+
+
+def _describe(error: ValidationError) -> str:
+    lines = []
+    for item in error.errors():
+        key = ".".join(str(part) for part in item["loc"]) or "(top level)"
+        message = item["msg"].removeprefix("Value error, ")
+        if item["type"] == "extra_forbidden":
+            message = "unknown setting; check its spelling against docs/configuration.md"
+        elif item["type"] == "missing":
+            message = "required setting is missing"
+        lines.append(f"  {key}: {message}")
+    return "\n".join(lines)

@@ -1,0 +1,149 @@
+"""Session statements that dpproxy answers itself, without touching data.
+
+BEGIN/START TRANSACTION, COMMIT/END, ROLLBACK/ABORT, SET, SHOW, RESET. They are recognised
+by a small hand-written scanner (no data-bearing SQL ever goes through here): anything
+else is a query for the rewriter.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import Enum
+
+
+class Kind(Enum):
+    BEGIN = "BEGIN"
+    COMMIT = "COMMIT"
+    ROLLBACK = "ROLLBACK"
+    SET = "SET"
+    SHOW = "SHOW"
+    RESET = "RESET"
+
+
+@dataclass(frozen=True)
+class SessionStatement:
+    kind: Kind
+    name: str | None = None  # SET/SHOW/RESET: the parameter, lower-cased ("all" for RESET ALL)
+    value: str | None = None  # SET: the value as text (quotes removed); None = DEFAULT
+
+
+class StatementSyntaxError(Exception):
+    """A session statement that could not be understood; the message says the right form."""
+
+
+_TOKEN = re.compile(
+    r"\s*(?:(?P<quoted>'(?:[^']|'')*')|(?P<ident>\"(?:[^\"]|\"\")*\")"
+    r"|(?P<word>[A-Za-z_][A-Za-z0-9_$.]*)|(?P<number>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
+    r"|(?P<symbol>[=,]))"
+)
+_BEGIN = {"begin", "start"}
+_COMMIT = {"commit", "end"}
+_ROLLBACK = {"rollback", "abort"}
+
+
+def strip_sql(sql: str) -> str:
+    """Remove comments, surrounding whitespace and trailing semicolons."""
+    text = re.sub(r"--[^\n]*", " ", sql)
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.DOTALL)
+    text = text.strip()
+    while text.endswith(";"):
+        text = text[:-1].rstrip()
+    return text
+
+
+def recognize(sql: str) -> SessionStatement | None:
+    """A SessionStatement if ``sql`` is one, else None. Raises StatementSyntaxError."""
+    text = strip_sql(sql)
+    first = text.split(None, 1)[0].lower() if text else ""
+    if first in _BEGIN:
+        if first == "start" and not re.match(r"(?is)start\s+transaction\b", text):
+            return None
+        return SessionStatement(Kind.BEGIN)
+    if first in _COMMIT:
+        return SessionStatement(Kind.COMMIT)
+    if first in _ROLLBACK:
+        if re.match(r"(?is)rollback\s+to\b", text):
+            raise StatementSyntaxError("savepoints are not supported; use ROLLBACK")
+        return SessionStatement(Kind.ROLLBACK)
+    if first == "set":
+        return _parse_set(text)
+    if first == "show":
+        return _parse_show(text)
+    if first == "reset":
+        words = _tokens(text)[1:]
+        if len(words) != 1:
+            raise StatementSyntaxError("expected RESET <parameter> or RESET ALL")
+        return SessionStatement(Kind.RESET, _name(words[0]))
+    return None
+
+
+def _tokens(text: str) -> list[str]:
+    tokens: list[str] = []
+    position = 0
+    while position < len(text):
+        match = _TOKEN.match(text, position)
+        if match is None or match.end() == position:
+            rest = text[position:].strip()
+            if not rest:
+                break
+            raise StatementSyntaxError(f"cannot read {rest[:20]!r}")
+        tokens.append(match.group(match.lastgroup or "word"))
+        position = match.end()
+    return tokens
+
+
+def _name(token: str) -> str:
+    if token.startswith('"'):
+        return token[1:-1].replace('""', '"').lower()
+    return token.lower()
+
+
+def _value(tokens: list[str]) -> str | None:
+    if len(tokens) == 1 and tokens[0].lower() == "default":
+        return None
+    parts = []
+    for token in tokens:
+        if token == ",":  # noqa: S105 (a list separator, not a password)
+            continue
+        if token.startswith("'"):
+            parts.append(token[1:-1].replace("''", "'"))
+        elif token.startswith('"'):
+            parts.append(token[1:-1].replace('""', '"'))
+        else:
+            parts.append(token)
+    return ", ".join(parts)
+
+
+def _parse_set(text: str) -> SessionStatement:
+    tokens = _tokens(text)[1:]
+    if tokens and tokens[0].lower() in ("session", "local"):
+        tokens = tokens[1:]
+    if not tokens:
+        raise StatementSyntaxError("expected SET <parameter> = <value>")
+    lowered = [t.lower() for t in tokens]
+    if lowered[:2] == ["time", "zone"]:
+        return SessionStatement(Kind.SET, "timezone", _value(tokens[2:]) or "UTC")
+    if lowered[0] in ("transaction", "characteristics", "role", "session_authorization"):
+        if lowered[0] in ("transaction", "characteristics"):
+            return SessionStatement(Kind.SET, "transaction", " ".join(tokens[1:]))
+        raise StatementSyntaxError(f"SET {tokens[0].upper()} is not supported by dpproxy")
+    name = _name(tokens[0])
+    rest = tokens[1:]
+    if not rest or rest[0].lower() not in ("=", "to"):
+        raise StatementSyntaxError(f"expected SET {name} = <value> or SET {name} TO <value>")
+    if len(rest) < 2:
+        raise StatementSyntaxError(f"SET {name} needs a value")
+    return SessionStatement(Kind.SET, name, _value(rest[1:]))
+
+
+def _parse_show(text: str) -> SessionStatement:
+    tokens = _tokens(text)[1:]
+    lowered = [t.lower() for t in tokens]
+    if lowered == ["time", "zone"]:
+        return SessionStatement(Kind.SHOW, "timezone")
+    if lowered[:3] == ["transaction", "isolation", "level"] and len(lowered) == 3:
+        return SessionStatement(Kind.SHOW, "transaction_isolation")
+    if len(tokens) != 1:
+        raise StatementSyntaxError("expected SHOW <parameter>")
+    return SessionStatement(Kind.SHOW, _name(tokens[0]))

@@ -1,0 +1,133 @@
+"""The rewriter's view of the database: tables, column types and policies.
+
+Built by the proxy from the backend's schema (never its data) and the configuration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import Enum
+
+from rewriter.errors import PolicyError, Rejected
+from rewriter.policy import ColumnPolicy, TablePolicy
+
+
+class ColumnType(Enum):
+    INTEGER = "integer"
+    FLOAT = "float"
+    DECIMAL = "decimal"
+    TEXT = "text"
+    DATE = "date"
+    TIMESTAMP = "timestamp"
+    BOOLEAN = "boolean"
+    OTHER = "other"
+
+    @property
+    def numeric(self) -> bool:
+        return self in (ColumnType.INTEGER, ColumnType.FLOAT, ColumnType.DECIMAL)
+
+
+@dataclass(frozen=True)
+class ColumnInfo:
+    name: str
+    type: ColumnType
+    policy: ColumnPolicy
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    """A table as the database spells it (``schema``, ``name``) with its policy.
+
+    ``columns`` is keyed by lower-case name; each ColumnInfo keeps the database's spelling.
+    """
+
+    schema: str
+    name: str
+    columns: Mapping[str, ColumnInfo]
+    policy: TablePolicy
+
+    def column(self, name: str) -> ColumnInfo:
+        found = self.columns.get(name.lower())
+        if found is None:
+            raise Rejected(
+                f'column "{name}" does not exist in table "{self.name}"',
+                sqlstate="42703",
+                hint=f"columns of {self.name}: {', '.join(sorted(self.columns))}",
+            )
+        return found
+
+    @property
+    def privacy_unit(self) -> ColumnInfo | None:
+        unit = self.policy.privacy_unit
+        return None if unit is None else self.columns[unit.lower()]
+
+
+@dataclass(frozen=True)
+class Catalog:
+    tables: Mapping[str, TableInfo]
+
+    def table(self, name: str, schema: str | None = None) -> TableInfo:
+        found = self.tables.get(name.lower())
+        if found is None or (schema is not None and schema.lower() not in _SCHEMA_ALIASES):
+            known = ", ".join(sorted(self.tables)) or "none"
+            raise Rejected(
+                f'relation "{name}" does not exist or is not available through dpproxy',
+                sqlstate="42P01",
+                hint=f"tables you may query: {known}",
+            )
+        return found
+
+
+_SCHEMA_ALIASES = frozenset({"public", "main"})
+
+
+def build_catalog(
+    schema_columns: Mapping[str, Mapping[str, ColumnType]],
+    policies: Mapping[str, TablePolicy],
+    *,
+    schema: str,
+) -> Catalog:
+    """Combine the backend's columns (table -> column -> type) with the table policies.
+
+    Only tables with a policy are visible. Raises PolicyError naming the table or column
+    when a policy refers to something the database does not have.
+    """
+    by_key = {t.lower(): (t, cols) for t, cols in schema_columns.items()}
+    tables: dict[str, TableInfo] = {}
+    for table_name, policy in policies.items():
+        key = table_name.lower()
+        found = by_key.get(key)
+        if found is None:
+            raise PolicyError(
+                f'[tables.{table_name}]: the database has no table "{table_name}" in schema '
+                f'"{schema}"; fix the name or remove the section'
+            )
+        db_name, db_columns = found
+        columns = {c.lower(): ty for c, ty in db_columns.items()}
+        spelled = {c.lower(): c for c in db_columns}
+        for col in policy.columns:
+            if col.lower() not in columns:
+                raise PolicyError(
+                    f'[tables.{table_name}.columns.{col}]: table "{table_name}" has no column '
+                    f'"{col}"; columns are {", ".join(sorted(columns))}'
+                )
+        unit = policy.privacy_unit
+        if unit is not None and unit.lower() not in columns:
+            raise PolicyError(
+                f'[tables.{table_name}] privacy_unit = "{unit}": no such column; columns are '
+                f"{', '.join(sorted(columns))}"
+            )
+        for col, col_policy in policy.columns.items():
+            if col_policy.bounds is not None and not columns[col.lower()].numeric:
+                raise PolicyError(
+                    f"[tables.{table_name}.columns.{col}]: bounds are declared but the column "
+                    f"is of type {columns[col.lower()].value}, not numeric"
+                )
+        col_policies = {c.lower(): p for c, p in policy.columns.items()}
+        infos = {
+            name: ColumnInfo(spelled[name], ty, col_policies.get(name, ColumnPolicy()))
+            for name, ty in columns.items()
+        }
+        tables[key] = TableInfo(schema=schema, name=db_name, columns=infos, policy=policy)
+    return Catalog(tables)

@@ -1,0 +1,34 @@
+"""Parse one SQL statement with sqlglot (PostgreSQL dialect: what clients speak)."""
+
+from __future__ import annotations
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError, TokenError
+
+from rewriter.errors import Rejected
+
+MAX_SQL_LENGTH = 100_000
+
+
+def parse_statement(sql: str) -> exp.Expr:
+    """Parse exactly one statement, or raise Rejected with SQLSTATE 42601 / 0A000 / 54000."""
+    if len(sql) > MAX_SQL_LENGTH:
+        raise Rejected(
+            f"query text is {len(sql)} characters long; dpproxy accepts at most {MAX_SQL_LENGTH}",
+            sqlstate="54000",
+            hint="shorten the query",
+        )
+    try:
+        statements = [s for s in sqlglot.parse(sql, read="postgres") if s is not None]
+    except (ParseError, TokenError) as error:
+        first_line = str(error).splitlines()[0] if str(error) else "syntax error"
+        raise Rejected(
+            f"syntax error: {first_line}", sqlstate="42601", hint="check the query's syntax"
+        ) from None
+    if len(statements) != 1:
+        raise Rejected(
+            f"expected one statement, got {len(statements)}",
+            hint="send one statement per query",
+        )
+    return statements[0]

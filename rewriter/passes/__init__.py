@@ -1,0 +1,1 @@
+"""The rewriter's passes, one per module, applied in the order listed in rewriter.planner."""

@@ -1,0 +1,85 @@
+"""Table policies: which tables are protected, who the privacy unit is, and value bounds.
+
+These models are part of the configuration file (``[tables.<name>]``); ``proxy.settings``
+composes them with the other settings.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Self
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class ColumnPolicy(BaseModel):
+    """What the analysis may assume about one column."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    lower: float | None = Field(
+        default=None,
+        description="Lowest value used in SUM/AVG; smaller values are clamped up to it.",
+    )
+    upper: float | None = Field(
+        default=None,
+        description="Highest value used in SUM/AVG; larger values are clamped down to it.",
+    )
+
+    @model_validator(mode="after")
+    def _check_bounds(self) -> Self:
+        if (self.lower is None) != (self.upper is None):
+            raise ValueError("declare both lower and upper, or neither")
+        if self.lower is not None and self.upper is not None:
+            if not (math.isfinite(self.lower) and math.isfinite(self.upper)):
+                raise ValueError("lower and upper must be finite numbers")
+            if self.lower > self.upper:
+                raise ValueError(f"lower ({self.lower}) is greater than upper ({self.upper})")
+            if max(abs(self.lower), abs(self.upper)) > 2.0**52:
+                raise ValueError("bounds must lie within ±2^52 so that sums stay exact")
+        return self
+
+    @property
+    def bounds(self) -> tuple[float, float] | None:
+        if self.lower is None or self.upper is None:
+            return None
+        return (self.lower, self.upper)
+
+
+class TablePolicy(BaseModel):
+    """How one table of the database may be queried.
+
+    A protected table names the column identifying the privacy unit; a public table
+    (``public = true``) holds no personal data and needs no privacy unit.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    public: bool = Field(default=False, description="A lookup table without personal data.")
+    privacy_unit: str | None = Field(
+        default=None,
+        description="The column identifying the person each row belongs to.",
+    )
+    max_rows_per_unit: int = Field(
+        default=1,
+        ge=1,
+        le=1_000_000,
+        description=(
+            "How many rows of one person count at most: per-person partial counts and sums "
+            "are clamped to this many rows' worth. 1 for one row per person."
+        ),
+    )
+    columns: dict[str, ColumnPolicy] = Field(
+        default_factory=dict, description="Per-column bounds, keyed by column name."
+    )
+
+    @model_validator(mode="after")
+    def _check_unit(self) -> Self:
+        if self.public and self.privacy_unit is not None:
+            raise ValueError("a public table has no privacy_unit; remove one of the two")
+        if not self.public and not self.privacy_unit:
+            raise ValueError(
+                "a protected table needs privacy_unit = '<column identifying the person>' "
+                "(or public = true for a lookup table without personal data)"
+            )
+        return self

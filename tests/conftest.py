@@ -1,0 +1,43 @@
+"""Shared fixtures: the PostgreSQL test server and small databases for the rewriter."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+
+DEFAULT_PG_DSN = "postgresql://postgres@127.0.0.1:5432/postgres"
+
+
+def pg_dsn_or_skip() -> str:
+    """The test server's DSN; skips when unreachable, except in CI where that fails."""
+    dsn = os.environ.get("DPPROXY_TEST_PG_DSN", DEFAULT_PG_DSN)
+    try:
+        with psycopg.connect(dsn, connect_timeout=5) as conn:
+            conn.execute("SELECT 1")
+    except psycopg.Error as exc:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"PostgreSQL at {dsn} is unreachable in CI: {exc}")
+        pytest.skip(f"PostgreSQL at {dsn} is unreachable: {exc}")
+    return dsn
+
+
+@pytest.fixture(scope="session")
+def pg_dsn() -> str:
+    return pg_dsn_or_skip()
+
+
+@pytest.fixture
+def pg_schema(pg_dsn: str) -> Iterator[str]:
+    """A fresh schema, dropped afterwards."""
+    name = f"dpproxy_test_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{name}"')
+    try:
+        yield name
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA "{name}" CASCADE')

@@ -1,0 +1,99 @@
+"""Start a real `dpproxy serve` process on a free port and talk to it as users do."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from proxy.demo import ANALYST_TEMPLATE, CONFIG_TEMPLATE
+from proxy.protocol.scram import make_verifier
+
+PSQL = shutil.which("psql") or "/usr/bin/psql"
+PASSWORDS = {"alice": "alice-pw", "bob": "bob-pw"}
+# alice can ask many questions; bob's budget runs out after six queries of ε=0.5.
+BUDGETS = {"alice": (200.0, 1.0, 5.0), "bob": (3.0, 0.5, 1.0)}
+
+
+def write_config(directory: Path, *, backend: str) -> Path:
+    analysts = "\n".join(
+        ANALYST_TEMPLATE.format(
+            name=name, verifier=make_verifier(PASSWORDS[name]), total=t, default=d, cap=c
+        )
+        for name, (t, d, c) in BUDGETS.items()
+    )
+    text = CONFIG_TEMPLATE.format(
+        host="127.0.0.1",
+        port=0,
+        database="demo.duckdb",
+        state="state.sqlite",
+        analysts=analysts,
+    )
+    text = text.replace('engine = "duckdb"', backend, 1) if backend else text
+    path = directory / "dpproxy.toml"
+    path.write_text(text)
+    return path
+
+
+def dpproxy(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "proxy.cli", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+@dataclass
+class RunningServer:
+    process: subprocess.Popen[str]
+    port: int
+    config: Path
+
+    def dsn(self, user: str, password: str | None = None) -> str:
+        secret = PASSWORDS[user] if password is None else password
+        return f"postgresql://{user}:{secret}@127.0.0.1:{self.port}/demo"
+
+    def psql(self, user: str, *commands: str) -> subprocess.CompletedProcess[str]:
+        args = [PSQL, "-X", "-v", "ON_ERROR_STOP=1", self.dsn(user)]
+        for command in commands:
+            args += ["-c", command]
+        env = {**os.environ, "PGCONNECT_TIMEOUT": "10"}
+        return subprocess.run(
+            args, capture_output=True, text=True, timeout=60, env=env, check=False
+        )
+
+    def stop(self) -> str:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+        return self.process.stderr.read() if self.process.stderr else ""
+
+
+def start(config: Path) -> RunningServer:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "proxy.cli", "serve", "--config", str(config)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    while "listening on" not in line:
+        if process.poll() is not None or time.monotonic() > deadline:
+            error = process.stderr.read() if process.stderr else ""
+            raise RuntimeError(f"dpproxy did not start: {line}{error}")
+        line = process.stdout.readline()
+    port = int(line.strip().rsplit(":", 1)[1])
+    return RunningServer(process, port, config)

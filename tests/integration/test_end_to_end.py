@@ -1,0 +1,175 @@
+"""A user's path through dpproxy: connect, ask, get a noisy answer, run out of budget,
+and the admin sees every attempt. Real server process, real psql and psycopg."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+import psycopg
+import pytest
+
+from proxy.demo_data import DemoSize, generate, load_postgres, write_duckdb
+from tests.integration.server import RunningServer, dpproxy, start, write_config
+
+pytestmark = pytest.mark.integration
+
+PATIENTS = 2_000
+SCHEMA = "dpproxy_e2e"
+
+
+def bounded_visit_count(database: Path) -> int:
+    with duckdb.connect(str(database), read_only=True) as conn:
+        row = conn.execute(
+            "SELECT SUM(LEAST(n, 30)) FROM (SELECT COUNT(*) AS n FROM visits GROUP BY patient_id)"
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+@pytest.fixture(scope="module")
+def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("demo")
+    write_duckdb(generate(DemoSize(patients=PATIENTS)), directory / "demo.duckdb")
+    return directory
+
+
+@pytest.fixture(scope="module", params=["duckdb", "postgres"])
+def server(
+    request: pytest.FixtureRequest, demo_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RunningServer]:
+    directory = tmp_path_factory.mktemp(request.param)
+    (directory / "demo.duckdb").symlink_to(demo_dir / "demo.duckdb")
+    backend = ""
+    if request.param == "postgres":
+        dsn = request.getfixturevalue("pg_dsn")
+        load_postgres(generate(DemoSize(patients=PATIENTS)), dsn, schema=SCHEMA)
+        backend = f'engine = "postgres"\ndsn = "{dsn}"\nschema = "{SCHEMA}"\n#'
+    running = start(write_config(directory, backend=backend))
+    yield running
+    log = running.stop()
+    assert "Traceback" not in log, log
+    if request.param == "postgres":
+        with psycopg.connect(request.getfixturevalue("pg_dsn"), autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {SCHEMA} CASCADE")
+
+
+def spent(server: RunningServer, analyst: str) -> str:
+    result = dpproxy("budget", "show", analyst, "--json", "--config", str(server.config))
+    assert result.returncode == 0, result.stderr
+    return str(json.loads(result.stdout)[0]["spent"])
+
+
+def audit(server: RunningServer, analyst: str) -> list[dict[str, object]]:
+    result = dpproxy(
+        "audit",
+        "list",
+        "--analyst",
+        analyst,
+        "--limit",
+        "1000",
+        "--json",
+        "--config",
+        str(server.config),
+    )
+    assert result.returncode == 0, result.stderr
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def test_psycopg_count_is_noisy_near_truth_with_notice(
+    server: RunningServer, demo_dir: Path
+) -> None:
+    truth = bounded_visit_count(demo_dir / "demo.duckdb")
+    notices: list[str] = []
+    with psycopg.connect(server.dsn("alice"), autocommit=True) as conn:
+        conn.add_notice_handler(
+            lambda d: notices.append(f"{d.message_primary} | {d.message_detail}")
+        )
+        cur = conn.execute("SELECT COUNT(*) FROM visits")
+        assert cur.description is not None and cur.description[0].name == "count"
+        answers = [cur.fetchone()[0] for _ in range(1)]  # type: ignore[index]
+        for _ in range(4):
+            row = conn.execute("SELECT COUNT(*) FROM visits").fetchone()
+            assert row is not None
+            answers.append(row[0])
+    # ε=1, sensitivity 30: the noise's scale is 30; ±600 is 20 scales (p < 1e-8).
+    assert all(abs(a - truth) < 600 for a in answers), (answers, truth)
+    assert len(set(answers)) > 1, "five answers without fresh noise"
+    assert len(notices) == 5
+    assert "this answer cost ε=1" in notices[0] and "alice has ε=" in notices[0]
+    assert "95% confidence of the noise: count ±" in notices[0]
+
+
+def test_psycopg_transaction_and_session_settings(server: RunningServer) -> None:
+    with psycopg.connect(server.dsn("alice")) as conn:  # psycopg sends BEGIN
+        conn.execute("SET dpproxy.epsilon = 0.25")
+        shown = conn.execute("SHOW dpproxy.epsilon").fetchone()
+        assert shown == ("0.25",)
+        row = conn.execute(
+            "SELECT COUNT(*), SUM(cost), AVG(length_of_stay) FROM visits "
+            "WHERE department = 'Cardiology'"
+        ).fetchone()
+        assert row is not None and isinstance(row[0], int) and isinstance(row[1], float)
+        assert 0 <= row[2] <= 30
+        conn.commit()
+    assert audit(server, "alice")[-1]["epsilon"] == "0.25"
+
+
+def test_psql_binary_shows_answer_and_notice(server: RunningServer) -> None:
+    result = server.psql("alice", "SELECT COUNT(*) FROM patients")
+    assert result.returncode == 0, result.stderr
+    assert "count" in result.stdout and "(1 row)" in result.stdout
+    assert "NOTICE:  dpproxy: this answer cost ε=1" in result.stderr
+    assert "DETAIL:  95% confidence of the noise" in result.stderr
+
+
+def test_rejected_query_costs_nothing_and_is_audited(server: RunningServer) -> None:
+    before = spent(server, "alice")
+    with psycopg.connect(server.dsn("alice"), autocommit=True) as conn:
+        with pytest.raises(psycopg.errors.FeatureNotSupported) as caught:
+            conn.execute("SELECT * FROM visits")
+        assert "aggregates only" in str(caught.value)
+        assert conn.execute("SHOW dpproxy.epsilon").fetchone() == ("1",)  # still usable
+    result = server.psql("alice", "SELECT * FROM patients")
+    assert result.returncode != 0 and "ERROR:  SELECT * would return individual rows" in (
+        result.stderr
+    )
+    assert spent(server, "alice") == before
+    decisions = [(r["decision"], r["sql"], r["epsilon"]) for r in audit(server, "alice")[-2:]]
+    assert decisions == [
+        ("rejected", "SELECT * FROM visits", "0"),
+        ("rejected", "SELECT * FROM patients", "0"),
+    ]
+
+
+def test_budget_runs_out_and_refusal_is_audited(server: RunningServer) -> None:
+    with psycopg.connect(server.dsn("bob"), autocommit=True) as conn:
+        answered = 0
+        with pytest.raises(psycopg.Error) as caught:
+            for _ in range(10):
+                conn.execute("SELECT COUNT(*) FROM visits").fetchone()
+                answered += 1
+    assert answered == 6  # 6 x 0.5 = 3 = bob's whole budget
+    assert caught.value.sqlstate == "53400"
+    assert "exhausted" in str(caught.value) and "bob" in str(caught.value)
+    assert spent(server, "bob") == "3"
+    records = audit(server, "bob")
+    assert [r["decision"] for r in records] == ["accepted"] * 6 + ["over_budget"]
+    assert records[-1]["epsilon"] == "0" and records[-1]["remaining"] == "0"
+
+
+def test_wrong_password_is_refused(server: RunningServer) -> None:
+    with pytest.raises(psycopg.OperationalError) as caught:
+        psycopg.connect(server.dsn("alice", password="wrong"), connect_timeout=10)
+    assert "password authentication failed" in str(caught.value)
+
+
+def test_admin_commands(server: RunningServer) -> None:
+    table = dpproxy("budget", "show", "--config", str(server.config))
+    assert table.returncode == 0 and "alice" in table.stdout and "bob" in table.stdout
+    listing = dpproxy("audit", "list", "--config", str(server.config))
+    assert listing.returncode == 0 and "SELECT COUNT(*) FROM visits" in listing.stdout
+    verify = dpproxy("audit", "verify", "--config", str(server.config))
+    assert verify.returncode == 0 and "intact" in verify.stdout

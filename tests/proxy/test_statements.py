@@ -1,0 +1,67 @@
+"""Recognising session statements (SET/SHOW/RESET/BEGIN/COMMIT/ROLLBACK)."""
+
+from __future__ import annotations
+
+import pytest
+
+from proxy.statements import Kind, SessionStatement, StatementSyntaxError, recognize
+
+
+@pytest.mark.parametrize(
+    ("sql", "expected"),
+    [
+        ("BEGIN", SessionStatement(Kind.BEGIN)),
+        ("begin read only;", SessionStatement(Kind.BEGIN)),
+        ("START TRANSACTION ISOLATION LEVEL READ COMMITTED", SessionStatement(Kind.BEGIN)),
+        ("COMMIT", SessionStatement(Kind.COMMIT)),
+        ("end", SessionStatement(Kind.COMMIT)),
+        ("ROLLBACK;;", SessionStatement(Kind.ROLLBACK)),
+        ("abort", SessionStatement(Kind.ROLLBACK)),
+        ("SET dpproxy.epsilon = 0.5", SessionStatement(Kind.SET, "dpproxy.epsilon", "0.5")),
+        ("set dpproxy.epsilon to '0.25'", SessionStatement(Kind.SET, "dpproxy.epsilon", "0.25")),
+        (
+            "SET SESSION extra_float_digits = 3",
+            SessionStatement(Kind.SET, "extra_float_digits", "3"),
+        ),
+        (
+            "SET application_name = 'PostgreSQL JDBC Driver'",
+            SessionStatement(Kind.SET, "application_name", "PostgreSQL JDBC Driver"),
+        ),
+        ("SET TIME ZONE 'Europe/Paris'", SessionStatement(Kind.SET, "timezone", "Europe/Paris")),
+        ("SET datestyle TO ISO, MDY", SessionStatement(Kind.SET, "datestyle", "ISO, MDY")),
+        ("SET search_path = DEFAULT", SessionStatement(Kind.SET, "search_path", None)),
+        ("SHOW dpproxy.epsilon", SessionStatement(Kind.SHOW, "dpproxy.epsilon")),
+        ("SHOW TRANSACTION ISOLATION LEVEL", SessionStatement(Kind.SHOW, "transaction_isolation")),
+        ('show "TimeZone"', SessionStatement(Kind.SHOW, "timezone")),
+        ("RESET ALL", SessionStatement(Kind.RESET, "all")),
+        ("/* c */ -- x\n  SET x.y = 1", SessionStatement(Kind.SET, "x.y", "1")),
+    ],
+)
+def test_recognized(sql: str, expected: SessionStatement) -> None:
+    assert recognize(sql) == expected
+
+
+@pytest.mark.parametrize(
+    "sql", ["SELECT 1", "SELECT COUNT(*) FROM visits", "starting", "settle", "", "showcase"]
+)
+def test_not_session_statements(sql: str) -> None:
+    assert recognize(sql) is None
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SET",
+        "SET x",
+        "SET x = ",
+        "SHOW",
+        "SHOW a b",
+        "RESET",
+        "SET ROLE admin",
+        "ROLLBACK TO SAVEPOINT a",
+        "SET x = ;",
+    ],
+)
+def test_malformed_session_statements(sql: str) -> None:
+    with pytest.raises(StatementSyntaxError):
+        recognize(sql)

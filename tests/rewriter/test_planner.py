@@ -1,0 +1,170 @@
+"""The rewriter's entry point: what it accepts, what it rejects, and the privacy it claims."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rewriter import DiscreteLaplace, PlanRequest, Rejected, plan
+from rewriter.plan import OutputType
+from tests.rewriter import reference
+from tests.rewriter.tables import Row, catalog, duckdb_with
+
+CATALOG = catalog("main")
+
+
+class ZeroNoise:
+    """Test-only noise source: releases the bounded exact values."""
+
+    def discrete_laplace(self, scale: float) -> int:
+        return 0
+
+
+def rejected(sql: str) -> Rejected:
+    with pytest.raises(Rejected) as caught:
+        plan(sql, CATALOG, PlanRequest(1.0))
+    return caught.value
+
+
+@pytest.mark.parametrize(
+    ("sql", "code", "words"),
+    [
+        ("SELECT * FROM visits", "0A000", "aggregates only"),
+        ("SELECT cost FROM visits", "0A000", "not an aggregate"),
+        ("SELECT COUNT(*) FROM visits GROUP BY department", "0A000", "GROUP BY"),
+        ("SELECT COUNT(*) FROM visits a JOIN visits b ON a.visit_id = b.visit_id", "0A000", "JOIN"),
+        ("SELECT COUNT(*) FROM (SELECT * FROM visits) s", "0A000", "subqueries"),
+        ("WITH s AS (SELECT 1) SELECT COUNT(*) FROM visits", "0A000", "WITH"),
+        ("SELECT COUNT(*) FROM visits; SELECT 1", "0A000", "one statement"),
+        ("SELECT COUNT(*) FROM visits LIMIT 1", "0A000", "LIMIT"),
+        ("SELECT COUNT(DISTINCT patient_id) FROM visits", "0A000", "DISTINCT"),
+        ("SELECT MAX(cost) FROM visits", "0A000", "not supported"),
+        ("SELECT SUM(cost * 2) FROM visits", "0A000", "expressions inside aggregates"),
+        ("SELECT SUM(department) FROM visits", "42883", "not numeric"),
+        ("SELECT SUM(visit_id) FROM visits", "0A000", "needs bounds"),
+        ("SELECT COUNT(*) FROM nowhere", "42P01", "does not exist"),
+        ("SELECT COUNT(*) FROM other.visits", "42P01", "does not exist"),
+        ("SELECT COUNT(nope) FROM visits", "42703", "does not exist"),
+        ("SELECT COUNT(*) FROM visits WHERE nope = 1", "42703", "does not exist"),
+        ("SELECT COUNT(*) FROM visits WHERE x.cost > 1", "42P01", "missing FROM"),
+        ("SELECT COUNT(*) FROM visits WHERE pg_sleep(10) IS NULL", "0A000", "pg_sleep"),
+        ("SELECT COUNT(*) FROM visits WHERE random() < 0.5", "0A000", "not allowed"),
+        ("SELECT COUNT(*) FROM visits WHERE cost IN (SELECT 1)", "0A000", "subqueries"),
+        ("SELECT COUNT(*) FROM visits WHERE SUM(cost) > 1", "42803", "aggregates"),
+        ("SELECT COUNT(*) FROM read_csv('/etc/passwd')", "0A000", "FROM must name a table"),
+        ("DELETE FROM visits", "0A000", "read-only"),
+        ("DROP TABLE visits", "0A000", "read-only"),
+        ("COPY visits TO '/tmp/x'", "0A000", "read-only"),
+        ("SELECT COUNT(*) FROM visits UNION SELECT 1", "0A000", "UNION"),
+        ("SELEC COUNT(*) FROM visits", "42601", ""),
+        ("SELECT COUNT(*) FROM visits WHERE (", "42601", "syntax"),
+    ],
+)
+def test_rejections_say_why(sql: str, code: str, words: str) -> None:
+    error = rejected(sql)
+    assert error.sqlstate == code
+    assert words in error.message
+    assert error.hint
+
+
+def test_overlong_query_is_rejected() -> None:
+    assert (
+        rejected("SELECT COUNT(*) FROM visits WHERE " + "cost > 1 AND " * 10_000 + "TRUE").sqlstate
+        == "54000"
+    )
+
+
+def test_rewritten_sql_quotes_identifiers_and_never_copies_analyst_text() -> None:
+    sql = "SELECT COUNT(*) FROM visits WHERE department = 'x'' OR 1=1 --'"
+    produced = plan(sql, CATALOG, PlanRequest(1.0)).sql
+    assert "'x'' OR 1=1 --'" in produced  # the literal stays one escaped literal
+    rows = duckdb_with([(1, 1, "A", 1.0, 1)]).execute(produced).fetchall()
+    assert rows == [(0,)]
+
+
+def test_shared_measurements_and_privacy_map() -> None:
+    query_plan = plan(
+        "SELECT COUNT(cost), SUM(cost), AVG(cost) FROM visits", CATALOG, PlanRequest(0.9)
+    )
+    assert [m.spec.kind.value for m in query_plan.measurements] == ["count", "sum"]
+    count, total = query_plan.measurements
+    assert count.spec.sensitivity == 3  # max_rows_per_unit
+    assert total.spec.sensitivity == 3 * 100 * 2**13  # rows x upper bound, in grid steps
+    for m in query_plan.measurements:
+        assert m.epsilon == pytest.approx(0.45)
+        assert m.mechanism.epsilon() <= m.epsilon
+        assert m.mechanism.scale == pytest.approx(m.spec.sensitivity / 0.45)
+    assert query_plan.privacy_loss() <= 0.9
+    assert query_plan.output_types == (OutputType.BIGINT, OutputType.DOUBLE, OutputType.DOUBLE)
+
+
+@pytest.mark.parametrize("epsilon", [0.0, -1.0, math.nan, math.inf])
+def test_bad_epsilon_is_rejected(epsilon: float) -> None:
+    with pytest.raises(Rejected) as caught:
+        plan("SELECT COUNT(*) FROM visits", CATALOG, PlanRequest(epsilon))
+    assert caught.value.sqlstate == "22023"
+
+
+def test_for_epsilon_never_exceeds_the_target() -> None:
+    for sensitivity in (1, 3, 7, 10**6, 2**40):
+        for epsilon in (0.001, 0.1, 1 / 3, 1.0, 2.7):
+            mech = DiscreteLaplace.for_epsilon(sensitivity, epsilon)
+            assert mech.epsilon() <= epsilon
+            assert mech.scale == pytest.approx(sensitivity / epsilon, rel=1e-12)
+
+
+def test_release_post_processing() -> None:
+    query_plan = plan(
+        "SELECT COUNT(*) AS n, SUM(cost) AS total, AVG(cost), SUM(stay) FROM visits",
+        CATALOG,
+        PlanRequest(1.0),
+    )
+    released = query_plan.release((5, 80 * 2**13, 4, 12), ZeroNoise())
+    values = {v.name: v.value for v in released.values}
+    assert values == {"n": 5, "total": 80.0, "avg": 20.0, "sum": 12}
+    assert isinstance(values["sum"], int)
+    # A negative noisy count is released as 0; an average stays within the bounds.
+    low = query_plan.release((-4, 500 * 2**13, -2, 0), ZeroNoise())
+    assert {v.name: v.value for v in low.values}["n"] == 0
+    assert {v.name: v.value for v in low.values}["avg"] == 100.0
+
+
+finite_costs = st.one_of(
+    st.none(),
+    st.integers(-800, 1600).map(lambda k: k / 8),
+    st.sampled_from([float("nan"), float("inf"), -float("inf"), 1e300, -1e300]),
+)
+rows_strategy = st.lists(
+    st.tuples(
+        st.integers(1, 8),
+        st.sampled_from(["A", "B", "C"]),
+        finite_costs,
+        st.one_of(st.none(), st.integers(-5, 40)),
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows_strategy)
+def test_bounded_answer_equals_independent_python(
+    data: list[tuple[int, str, float | None, int | None]],
+) -> None:
+    rows: list[Row] = [(i, p, d, c, s) for i, (p, d, c, s) in enumerate(data)]
+    query_plan = plan(
+        "SELECT COUNT(*), COUNT(cost), SUM(cost), SUM(stay) FROM visits WHERE department <> 'C'",
+        CATALOG,
+        PlanRequest(1.0),
+    )
+    exact = duckdb_with(rows).execute(query_plan.sql).fetchone()
+    assert exact is not None
+    keep = lambda r: r[2] != "C"  # noqa: E731
+    assert [int(v) for v in exact] == [
+        reference.count_rows(rows, keep),
+        reference.count_values(rows, 3, keep),
+        reference.sum_cost_steps(rows, keep),
+        reference.sum_stay(rows, keep),
+    ]
