@@ -1,0 +1,149 @@
+"""The `dpproxy` command as an admin and a new user run it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from proxy.protocol.scram import ScramExchange
+from tests.integration.server import PSQL, dpproxy
+
+pytestmark = pytest.mark.integration
+
+
+def test_help_for_every_command() -> None:
+    for args in (
+        ["--help"],
+        ["serve", "--help"],
+        ["demo", "--help"],
+        ["budget", "show", "--help"],
+        ["audit", "list", "--help"],
+        ["audit", "verify", "--help"],
+        ["passwd", "--help"],
+    ):
+        result = dpproxy(*args)
+        assert result.returncode == 0 and "usage: dpproxy" in result.stdout, args
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["demo", "--port", "70000"], "port must be between 0 and 65535"),
+        (["demo", "--patients", "zero"], "expected a whole number"),
+        (["audit", "list", "--limit", "0"], "expected a positive number"),
+        (["frobnicate"], "invalid choice"),
+    ],
+)
+def test_bad_arguments_say_what_to_do(args: list[str], words: str) -> None:
+    result = dpproxy(*args)
+    assert result.returncode == 2 and words in result.stderr
+
+
+def test_missing_config_is_explained(tmp_path: Path) -> None:
+    result = dpproxy("budget", "show", "--config", str(tmp_path / "none.toml"))
+    assert result.returncode == 2
+    assert "no such configuration file" in result.stderr and "dpproxy demo" in result.stderr
+
+
+def test_passwd_reads_stdin_and_prints_a_verifier() -> None:
+    result = dpproxy("passwd", stdin="s3cret\n")
+    assert result.returncode == 0
+    verifier = result.stdout.strip()
+    assert verifier.startswith("SCRAM-SHA-256$4096:") and "s3cret" not in verifier
+    ScramExchange(verifier)  # parses
+    assert dpproxy("passwd", stdin="\n").returncode == 1
+
+
+def test_demo_as_a_new_user_runs_it(tmp_path: Path) -> None:
+    """`dpproxy demo` prints URLs; psql connects with them; the admin sees the audit log."""
+    directory = tmp_path / "demo"
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "proxy.cli",
+            "demo",
+            "--dir",
+            str(directory),
+            "--port",
+            "0",
+            "--patients",
+            "500",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        banner: list[str] = []
+        deadline = time.monotonic() + 60
+        while not banner or not banner[-1].startswith("Stop with Ctrl-C"):
+            line = process.stdout.readline()
+            assert line or process.poll() is None, process.stderr.read() if process.stderr else ""
+            assert time.monotonic() < deadline
+            banner.append(line.rstrip("\n"))
+        urls = [w.strip('"') for line in banner for w in line.split() if "postgresql://" in w]
+        assert [u.split("://")[1].split(":")[0] for u in urls] == ["alice", "bob"]
+        env = {**os.environ, "PGCONNECT_TIMEOUT": "10"}
+        result = subprocess.run(
+            [
+                PSQL,
+                "-X",
+                urls[0],
+                "-c",
+                "SELECT COUNT(*) FROM visits",
+                "-c",
+                "SELECT * FROM visits",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+            check=False,
+        )
+        assert "(1 row)" in result.stdout
+        assert "NOTICE:  dpproxy: this answer cost ε=1; alice has ε=9 left of ε=10" in result.stderr
+        assert "ERROR:  SELECT * would return individual rows" in result.stderr
+        config = str(directory / "dpproxy.toml")
+        listing = dpproxy("audit", "list", "--config", config, "--json")
+        decisions = [json.loads(line)["decision"] for line in listing.stdout.splitlines()]
+        assert decisions == ["accepted", "rejected"]
+        budget = json.loads(dpproxy("budget", "show", "alice", "--json", "--config", config).stdout)
+        assert budget == [
+            {
+                "analyst": "alice",
+                "total": "10",
+                "spent": "1",
+                "remaining": "9",
+                "per_query_default": "1",
+                "per_query_max": "5",
+            }
+        ]
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=15)
+    assert process.returncode == 0
+    # The audit log is tamper-evident.
+    config = str(directory / "dpproxy.toml")
+    assert dpproxy("audit", "verify", "--config", config).returncode == 0
+    with sqlite3.connect(directory / "state.sqlite") as conn:
+        conn.execute("DROP TRIGGER IF EXISTS audit_log_no_update")
+        triggers = [
+            r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")
+        ]
+        for name in triggers:
+            conn.execute(f"DROP TRIGGER {name}")
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        audit_table = next(t for t in tables if "audit" in t and "head" not in t)
+        conn.execute(f"UPDATE {audit_table} SET sql = 'SELECT 1' WHERE id = 1")
+    verify = dpproxy("audit", "verify", "--config", config)
+    assert verify.returncode == 1 and "BROKEN at record 1" in verify.stdout
