@@ -49,6 +49,7 @@ def test_database_failure_is_charged_audited_and_hidden(
     assert [r["decision"] for r in records] == ["accepted", "failed"]
     assert records[1]["epsilon"] == "1" and records[1]["remaining"] == "198"
     assert "does not exist" in records[1]["reason"]  # the admin sees the cause
-    budget = json.loads(dpproxy("budget", "show", "alice", "--json", "--config",
-                                str(server.config)).stdout)
+    budget = json.loads(
+        dpproxy("budget", "show", "alice", "--json", "--config", str(server.config)).stdout
+    )
     assert budget[0]["spent"] == "2"
