@@ -8,6 +8,7 @@ import logging
 from accountant import Attempt, Decision
 from proxy import __version__
 from proxy.pipeline import Asker, Pipeline
+from proxy.responders import Responder
 from proxy.seam import ClientInfo, QueryError
 from proxy.session import AnalystSession
 from proxy.settings import Settings
@@ -19,9 +20,12 @@ SERVER_VERSION = f"15.0 (dpproxy {__version__})"
 
 
 class DpproxyApp:
-    def __init__(self, settings: Settings, pipeline: Pipeline) -> None:
+    def __init__(
+        self, settings: Settings, pipeline: Pipeline, responders: tuple[Responder, ...] = ()
+    ) -> None:
         self._settings = settings
         self._pipeline = pipeline
+        self._responders = responders
         self._background: set[asyncio.Task[object]] = set()
 
     def scram_verifier(self, user: str) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from accountant import Epsilon, InvalidAmount
 from proxy.backends import CancelToken
 from proxy.pipeline import Asker, Pipeline
+from proxy.responders import Responder, SessionContext
 from proxy.seam import ColumnDescription, Notice, QueryError, StatementResult, TransactionStatus
 from proxy.sqlstate import (
     CANT_CHANGE_RUNTIME_PARAM,
@@ -63,9 +64,19 @@ REPORTED_PARAMETERS = {
 
 
 class AnalystSession:
-    def __init__(self, pipeline: Pipeline, asker: Asker, application_name: str) -> None:
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        asker: Asker,
+        application_name: str,
+        *,
+        database: str = "",
+        responders: tuple[Responder, ...] = (),
+    ) -> None:
         self._pipeline = pipeline
         self._asker = asker
+        self._database = database
+        self._responders = responders
         self._status = TransactionStatus.IDLE
         self._parameters = dict(DEFAULT_PARAMETERS)
         self._parameters["application_name"] = application_name
@@ -98,6 +109,9 @@ class AnalystSession:
                 return None
             statement = self._recognize(sql)
             if statement is None:
+                system = await self._system_answer(sql)
+                if system is not None:
+                    return system.columns
                 return await self._pipeline.describe(self._asker, sql, self._epsilon)
         except QueryError:
             if self._status is TransactionStatus.IN_TRANSACTION:
@@ -105,6 +119,22 @@ class AnalystSession:
             raise
         if statement.kind is Kind.SHOW:
             return (ColumnDescription(statement.name or "", TEXT_OID),)
+        return None
+
+    async def _system_answer(self, sql: str) -> StatementResult | None:
+        if not self._responders:
+            return None
+        context = SessionContext(
+            asker=self._asker,
+            database=self._database,
+            parameters=dict(self._parameters),
+            catalog=self._pipeline.catalog,
+            ledger=self._pipeline.ledger,
+        )
+        for responder in self._responders:
+            answer = await responder.answer(sql, context)
+            if answer is not None:
+                return answer
         return None
 
     def _recognize(self, sql: str) -> SessionStatement | None:
@@ -128,6 +158,9 @@ class AnalystSession:
         statement = self._recognize(sql)
         if statement is not None:
             return self._session_statement(statement)
+        system = await self._system_answer(sql)
+        if system is not None:
+            return system
         token = CancelToken()
         self._token = token
         try:

@@ -1,0 +1,36 @@
+"""System responders: queries dpproxy answers from metadata, never from data.
+
+Catalog browsing (psql's \\dt, JDBC's DatabaseMetaData, ...) and the analyst's own budget
+views are answered here, before the DP pipeline, without touching the database's data and
+without charging any budget. A responder returns None for a query that is not its own; the
+session then tries the next responder and finally the DP pipeline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from proxy.ledger import AsyncLedger
+from proxy.pipeline import Asker
+from proxy.seam import StatementResult
+from rewriter import Catalog
+
+
+@dataclass(frozen=True)
+class SessionContext:
+    """What a responder may know about the session asking."""
+
+    asker: Asker
+    database: str
+    parameters: Mapping[str, str]
+    catalog: Catalog
+    ledger: AsyncLedger
+
+
+class Responder(Protocol):
+    async def answer(self, sql: str, context: SessionContext) -> StatementResult | None:
+        """The full result if this responder owns ``sql``, else None. Raise QueryError to
+        refuse. Must not read data nor charge budget: Describe calls it too."""
+        ...
