@@ -1,19 +1,25 @@
 """Privacy accounting for dpproxy: exact budgets, the durable ledger and the audit log.
 
-Pure-ε accounting. The ledger and the hash-chained audit log live in one SQLite file
-(:class:`StateStore`); amounts are exact (:class:`Epsilon`, nano-ε integers inside).
+Pure-ε accounting. The ledger, the analysts with their budgets, and the hash-chained audit
+log live in one SQLite file (:class:`StateStore`); amounts are exact (:class:`Epsilon`,
+nano-ε integers inside).
 """
 
+from accountant.analysts import ADMIN_ADDRESS, AdminChange, StoredAnalyst
 from accountant.budget import AnalystBudget, Epsilon, NanoAmount
 from accountant.errors import (
     EPSILON_SETTING,
     AccountantError,
+    AnalystExists,
+    AnalystRemoved,
     BudgetExhausted,
     InvalidAmount,
     PerQueryCapExceeded,
     ReservationError,
     StateStoreError,
+    UnknownAnalyst,
 )
+from accountant.reader import StateReader
 from accountant.records import (
     Attempt,
     AuditRecord,
@@ -24,10 +30,14 @@ from accountant.records import (
 from accountant.store import RECOVERED_REASON, StateStore
 
 __all__ = [
+    "ADMIN_ADDRESS",
     "EPSILON_SETTING",
     "RECOVERED_REASON",
     "AccountantError",
+    "AdminChange",
     "AnalystBudget",
+    "AnalystExists",
+    "AnalystRemoved",
     "Attempt",
     "AuditRecord",
     "AuditVerification",
@@ -39,6 +49,9 @@ __all__ = [
     "PerQueryCapExceeded",
     "Reservation",
     "ReservationError",
+    "StateReader",
     "StateStore",
     "StateStoreError",
+    "StoredAnalyst",
+    "UnknownAnalyst",
 ]

@@ -3,7 +3,9 @@
 Record ``n`` stores ``prev_hash`` = hash of record ``n-1`` (64 zeros for record 1) and
 ``hash = sha256(prev_hash + canonical_json(fields))`` in hex, where ``fields`` are the
 stored column values below (times as ISO text, amounts as integer nano-units) and the JSON
-has sorted keys, no spaces and UTF-8 text. ``audit_head`` holds the last id and hash,
+has sorted keys, no spaces and UTF-8 text. ``actor`` (the admin behind a change, schema
+version 2) is covered too when it is set, so records written before it existed keep their
+hashes. ``audit_head`` holds the last id and hash,
 updated in the same transaction, so a deleted tail is noticed too. Ids are consecutive.
 Callers run these functions inside a transaction from ``accountant.sqlite``.
 """
@@ -13,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -38,7 +40,9 @@ HASHED_COLUMNS = (
     "duration_ms",
     "reservation_id",
 )
-_COLUMNS = (*HASHED_COLUMNS, "prev_hash", "hash")
+#: Covered by the hash only when not NULL.
+OPTIONAL_HASHED_COLUMNS = ("actor",)
+_COLUMNS = (*HASHED_COLUMNS, *OPTIONAL_HASHED_COLUMNS, "prev_hash", "hash")
 _SELECT = f"SELECT {', '.join(_COLUMNS)} FROM audit_log"
 
 
@@ -57,10 +61,14 @@ class NewRecord:
     rows: int | None
     duration_ms: float | None
     reservation_id: int | None
+    actor: str | None = None
 
 
 def record_hash(prev_hash: str, fields: Mapping[str, Any]) -> str:
     payload = {name: fields[name] for name in HASHED_COLUMNS}
+    for name in OPTIONAL_HASHED_COLUMNS:
+        if fields.get(name) is not None:
+            payload[name] = fields[name]
     canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256((prev_hash + canonical).encode("utf-8")).hexdigest()
 
@@ -82,6 +90,7 @@ def append(conn: sqlite3.Connection, new: NewRecord, now: datetime) -> AuditReco
         "row_count": new.rows,
         "duration_ms": None if new.duration_ms is None else float(new.duration_ms),
         "reservation_id": new.reservation_id,
+        "actor": new.actor,
         "prev_hash": last_hash,
     }
     fields["hash"] = record_hash(last_hash, fields)
@@ -101,10 +110,18 @@ def select(
     since: datetime | None,
     until: datetime | None,
     limit: int | None,
+    decisions: Collection[Decision] = (),
+    record_id: int | None = None,
 ) -> list[AuditRecord]:
     """Records matching all filters, oldest first; with ``limit``, the newest ``limit``."""
     where: list[str] = []
     params: list[Any] = []
+    if record_id is not None:
+        where.append("id = ?")
+        params.append(record_id)
+    if decisions:
+        where.append(f"decision IN ({', '.join('?' for _ in decisions)})")
+        params.extend(d.value for d in decisions)
     if analyst is not None:
         where.append("analyst = ?")
         params.append(analyst)
@@ -180,6 +197,7 @@ def _to_record(fields: Mapping[str, Any]) -> AuditRecord:
         rows=fields["row_count"],
         duration_ms=fields["duration_ms"],
         reservation_id=fields["reservation_id"],
+        actor=fields["actor"],
         prev_hash=fields["prev_hash"],
         hash=fields["hash"],
     )

@@ -70,3 +70,41 @@ class StateStoreError(AccountantError):
         self.problem = problem
         self.fix = fix
         super().__init__(f"dpproxy state file {path}: {problem}; {fix}")
+
+
+class UnknownAnalyst(AccountantError):
+    """An admin command names an analyst that is not in the state store (or was removed)."""
+
+    def __init__(self, analyst: str, known: list[str]):
+        self.analyst = analyst
+        names = ", ".join(known) or "none yet"
+        super().__init__(
+            f'no analyst "{analyst}" in the state store (analysts: {names}); '
+            f"add one with `dpproxy analyst add {analyst}`"
+        )
+
+
+class AnalystExists(AccountantError):
+    """`analyst add` names an analyst who is already there."""
+
+    def __init__(self, analyst: str):
+        self.analyst = analyst
+        super().__init__(
+            f'analyst "{analyst}" already exists; change the budget with `dpproxy budget set '
+            f"{analyst}` or the password with `dpproxy analyst passwd {analyst}`"
+        )
+
+
+class AnalystRemoved(BudgetExhausted):
+    """A query of an analyst an admin removed: nothing may be charged any more.
+
+    A BudgetExhausted, so that every path refusing an exhausted budget refuses this too.
+    """
+
+    def __init__(self, analyst: str, requested: Epsilon):
+        zero = type(requested).zero()
+        super().__init__(analyst, requested, zero, zero)
+        self.args = (
+            f'analyst "{analyst}" was removed by an admin and may not query any more; '
+            "ask an admin to add the analyst again",
+        )

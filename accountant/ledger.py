@@ -28,8 +28,11 @@ class OpenReservation:
 
 
 def spent(conn: sqlite3.Connection, analyst: str) -> Epsilon:
+    """What ``analyst`` spent since their last budget reset (see ``accountant.analysts``)."""
     row = conn.execute(
-        "SELECT coalesce(sum(epsilon_nano), 0) FROM reservations WHERE analyst = ?", (analyst,)
+        "SELECT coalesce(sum(epsilon_nano), 0) FROM reservations WHERE analyst = ? AND id > "
+        "coalesce((SELECT reset_after FROM analysts WHERE name = ?), 0)",
+        (analyst, analyst),
     ).fetchone()
     return Epsilon.from_nano(row[0])
 
@@ -73,7 +76,7 @@ def reserve(
     )
     if cursor.lastrowid is None:  # pragma: no cover - sqlite always sets it after INSERT
         raise RuntimeError("SQLite did not return the new reservation's id")
-    return Reservation(cursor.lastrowid, attempt.analyst, cost, remaining)
+    return Reservation(cursor.lastrowid, attempt.analyst, cost, remaining, budget.total)
 
 
 def find_open(conn: sqlite3.Connection, reservation_id: int | None = None) -> list[OpenReservation]:

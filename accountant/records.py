@@ -38,6 +38,7 @@ class Decision(StrEnum):
     OVER_BUDGET = "over_budget"  # not charged: budget or per-query cap exceeded
     ERROR = "error"  # not charged: e.g. a bad SET
     AUTH_FAILED = "auth_failed"  # not charged: login refused
+    ADMIN = "admin"  # an admin changed an analyst or a budget (``actor`` says who)
 
 
 #: Decisions for a reservation (the charge stands) and for refusals (nothing charged).
@@ -79,6 +80,8 @@ class Reservation:
     analyst: str
     cost: Epsilon
     remaining_after: Epsilon
+    #: The analyst's total budget when the charge was made (as stored at that moment).
+    total: Epsilon | None = None
 
 
 @dataclass(frozen=True)
@@ -87,7 +90,8 @@ class AuditRecord:
 
     ``time`` is when the record was written, ``started_at`` when the statement arrived.
     ``epsilon`` is the charge (zero for refusals); ``remaining`` the analyst's budget left
-    after it (None when no budget applies, e.g. a failed login). ``hash`` is
+    after it (None when no budget applies, e.g. a failed login). For an admin change
+    (decision 'admin'), ``sql`` is the command and ``reason`` what changed. ``hash`` is
     sha256(prev_hash + canonical JSON of the other fields); see ``accountant.audit``.
     """
 
@@ -106,6 +110,8 @@ class AuditRecord:
     reservation_id: int | None
     prev_hash: str
     hash: str
+    #: Who made an admin change (the OS user running `dpproxy`); None for queries.
+    actor: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: times as ISO text, amounts as exact decimal strings ("0.5")."""
@@ -123,6 +129,7 @@ class AuditRecord:
             "rows": self.rows,
             "duration_ms": self.duration_ms,
             "reservation_id": self.reservation_id,
+            "actor": self.actor,
             "prev_hash": self.prev_hash,
             "hash": self.hash,
         }

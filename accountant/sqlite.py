@@ -1,7 +1,8 @@
 """Opening the SQLite state file: durability settings, schema, transactions, error messages.
 
-One file holds the ledger (``reservations``) and the audit log (``audit_log`` and its
-``audit_head``). It is opened in WAL mode with ``synchronous=FULL``: a committed
+One file holds the ledger (``reservations``), the analysts and their budgets
+(``analysts``, schema version 2) and the audit log (``audit_log`` and its ``audit_head``).
+It is opened in WAL mode with ``synchronous=FULL``: a committed
 transaction has been fsynced. Writers use ``BEGIN IMMEDIATE`` and wait up to ``timeout``
 seconds for each other, across threads and processes (all on one host: WAL needs shared
 memory, so the file must not live on a network filesystem).
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from accountant.errors import StateStoreError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 #: Marks the file as a dpproxy state file ("dppx").
 APPLICATION_ID = 0x64707078
 GENESIS_HASH = "0" * 64
@@ -72,8 +73,30 @@ CREATE TABLE audit_head (
     last_hash TEXT NOT NULL
 );
 INSERT INTO audit_head (singleton, last_id, last_hash) VALUES (1, 0, '{GENESIS_HASH}');
-INSERT INTO schema_version (version) VALUES ({SCHEMA_VERSION});
+INSERT INTO schema_version (version) VALUES (1);
 """
+
+#: Upgrades from version ``n - 1`` to ``n``, applied in order in one write transaction.
+#: Version 2: analysts and their budgets live in the state file (the source of truth for
+#: logins and charges); audit records may name the admin (``actor``) who made a change.
+#: ``reset_after``: reservations with an id up to it no longer count as spent.
+_MIGRATIONS: dict[int, str] = {
+    2: """
+CREATE TABLE analysts (
+    name TEXT PRIMARY KEY,
+    verifier TEXT NOT NULL,
+    total_nano INTEGER NOT NULL CHECK (total_nano > 0),
+    default_nano INTEGER NOT NULL CHECK (default_nano > 0),
+    cap_nano INTEGER CHECK (cap_nano IS NULL OR cap_nano > 0),
+    reset_after INTEGER NOT NULL DEFAULT 0,
+    removed INTEGER NOT NULL DEFAULT 0 CHECK (removed IN (0, 1)),
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+ALTER TABLE audit_log ADD COLUMN actor TEXT;
+UPDATE schema_version SET version = 2;
+""",
+}
 
 
 def translate(path: Path, exc: sqlite3.Error) -> StateStoreError:
@@ -183,6 +206,7 @@ def _configure(conn: sqlite3.Connection, path: Path, timeout: float) -> None:
         if app_id == 0 and tables == 0:
             for statement in _statements(_SCHEMA):
                 conn.execute(statement)
+            _migrate(conn, 1)
             conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
             return
         if app_id != APPLICATION_ID:
@@ -192,6 +216,9 @@ def _configure(conn: sqlite3.Connection, path: Path, timeout: float) -> None:
                 "point dpproxy at a new path or at its own state file",
             )
         version = conn.execute("SELECT max(version) FROM schema_version").fetchone()[0]
+        if isinstance(version, int) and 1 <= version < SCHEMA_VERSION:
+            _migrate(conn, version)
+            version = SCHEMA_VERSION
     if version != SCHEMA_VERSION:
         newer = isinstance(version, int) and version > SCHEMA_VERSION
         raise StateStoreError(
@@ -199,6 +226,13 @@ def _configure(conn: sqlite3.Connection, path: Path, timeout: float) -> None:
             f"its schema version is {version}, this dpproxy understands {SCHEMA_VERSION}",
             "upgrade dpproxy" if newer else "restore the file from a backup",
         )
+
+
+def _migrate(conn: sqlite3.Connection, version: int) -> None:
+    """Upgrade the schema from ``version`` to SCHEMA_VERSION (inside a write transaction)."""
+    for target in range(version + 1, SCHEMA_VERSION + 1):
+        for statement in _statements(_MIGRATIONS[target]):
+            conn.execute(statement)
 
 
 def _statements(script: str) -> list[str]:

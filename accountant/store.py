@@ -9,6 +9,11 @@ returns. Typical use by the query pipeline::
     store.complete(reservation, decision="accepted", reason=None, rows=n, duration_ms=t)
 
 and for attempts that cost nothing, ``store.record_refusal(attempt, ...)``.
+
+Analysts and their budgets live here too (``accountant.analysts``): a reservation uses the
+budget as stored at that moment, read inside its own write transaction, so an admin's
+concurrent change can never let an analyst overspend. The budget a caller passes is used
+only for analysts the store has never known.
 """
 
 from __future__ import annotations
@@ -16,15 +21,22 @@ from __future__ import annotations
 import math
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Self, TypeVar
 
-from accountant import audit, ledger
+from accountant import analysts, audit, ledger
+from accountant.analysts import AdminChange, StoredAnalyst
 from accountant.budget import AnalystBudget, Epsilon
-from accountant.errors import InvalidAmount, ReservationError, StateStoreError
+from accountant.errors import (
+    AccountantError,
+    InvalidAmount,
+    ReservationError,
+    StateStoreError,
+    UnknownAnalyst,
+)
 from accountant.owners import OwnerLock, owner_is_alive, sweep_dead_owners
 from accountant.records import (
     CHARGED_DECISIONS,
@@ -109,20 +121,29 @@ class StateStore:
 
     # -- charges -------------------------------------------------------------------------
 
-    def reserve(self, attempt: Attempt, cost: Epsilon, budget: AnalystBudget) -> Reservation:
+    def reserve(
+        self, attempt: Attempt, cost: Epsilon, budget: AnalystBudget | None = None
+    ) -> Reservation:
         """Charge ``cost`` to ``attempt.analyst`` atomically and durably, or refuse.
 
-        Raises PerQueryCapExceeded or BudgetExhausted (and records nothing: log the refusal
-        with :meth:`record_refusal`). The charge is never refunded.
+        The analyst's stored budget applies, read in the same transaction as the charge;
+        ``budget`` only when the store does not know the analyst (None then: refused).
+        Raises PerQueryCapExceeded or BudgetExhausted (AnalystRemoved for a removed
+        analyst) and records nothing: log the refusal with :meth:`record_refusal`.
+        The charge is never refunded.
         """
         if cost.is_zero():
             raise InvalidAmount("a reservation needs a cost greater than 0")
-        ledger.check_cap(attempt.analyst, cost, budget)
-        return self._run(
-            lambda conn: ledger.reserve(
-                conn, attempt, cost, budget, owner=self._owner.id, now=self._now()
+
+        def work(conn: sqlite3.Connection) -> Reservation:
+            current = analysts.budget_for(conn, attempt.analyst, budget, cost)
+            if current is None:
+                raise UnknownAnalyst(attempt.analyst, [a.name for a in analysts.every(conn)])
+            return ledger.reserve(
+                conn, attempt, cost, current, owner=self._owner.id, now=self._now()
             )
-        )
+
+        return self._run(work)
 
     def complete(
         self,
@@ -168,8 +189,10 @@ class StateStore:
 
         def work(conn: sqlite3.Connection) -> AuditRecord:
             remaining = None
-            if budget is not None:
-                remaining = budget.total.saturating_sub(ledger.spent(conn, attempt.analyst))
+            stored = analysts.find(conn, attempt.analyst)
+            current = budget if stored is None or stored.removed else stored.budget
+            if current is not None and (stored is None or not stored.removed):
+                remaining = current.total.saturating_sub(ledger.spent(conn, attempt.analyst))
             new = audit.NewRecord(
                 attempt.started_at,
                 attempt.analyst,
@@ -220,12 +243,72 @@ class StateStore:
         return recovered
 
     def spent(self, analyst: str) -> Epsilon:
-        """Everything ever charged to ``analyst``."""
+        """Everything charged to ``analyst`` since their last budget reset."""
         return self._run(lambda conn: ledger.spent(conn, analyst), write=False)
 
-    def remaining(self, analyst: str, budget: AnalystBudget) -> Epsilon:
-        """What ``analyst`` may still spend under ``budget`` (never negative)."""
-        return budget.total.saturating_sub(self.spent(analyst))
+    def remaining(self, analyst: str, budget: AnalystBudget | None = None) -> Epsilon:
+        """What ``analyst`` may still spend (never negative): under the stored budget, else
+        under ``budget``; zero for an analyst removed or unknown."""
+
+        def work(conn: sqlite3.Connection) -> Epsilon:
+            stored = analysts.find(conn, analyst)
+            if stored is not None:
+                return Epsilon.zero() if stored.removed else stored.remaining
+            if budget is None:
+                return Epsilon.zero()
+            return budget.total.saturating_sub(ledger.spent(conn, analyst))
+
+        return self._run(work, write=False)
+
+    # -- analysts and budgets (admin) ----------------------------------------------------
+
+    def analyst(self, name: str) -> StoredAnalyst | None:
+        """The analyst called ``name`` if present and not removed."""
+        found = self._run(lambda conn: analysts.find(conn, name), write=False)
+        return None if found is None or found.removed else found
+
+    def analysts(self, *, include_removed: bool = False) -> list[StoredAnalyst]:
+        return self._run(
+            lambda conn: analysts.every(conn, include_removed=include_removed), write=False
+        )
+
+    def seed_analysts(
+        self, configured: dict[str, tuple[str, AnalystBudget]], change: AdminChange
+    ) -> list[str]:
+        """Add the configuration's analysts the store has never known; returns their names.
+        Analysts already stored (or removed) are left as they are: the store wins."""
+        return self._run(lambda conn: analysts.seed(conn, configured, change, self._now()))
+
+    def add_analyst(
+        self, name: str, verifier: str, budget: AnalystBudget, change: AdminChange
+    ) -> AuditRecord:
+        return self._run(
+            lambda conn: analysts.add(
+                conn, name, verifier=verifier, budget=budget, change=change, now=self._now()
+            )
+        )
+
+    def remove_analyst(self, name: str, change: AdminChange) -> AuditRecord:
+        return self._run(lambda conn: analysts.remove(conn, name, change, self._now()))
+
+    def set_verifier(self, name: str, verifier: str, change: AdminChange) -> AuditRecord:
+        return self._run(
+            lambda conn: analysts.set_verifier(conn, name, verifier, change, self._now())
+        )
+
+    def update_budget(
+        self,
+        name: str,
+        update: Callable[[AnalystBudget], AnalystBudget],
+        change: AdminChange,
+    ) -> AuditRecord:
+        """Replace the budget by ``update(current budget)``, atomically with the reading."""
+        return self._run(
+            lambda conn: analysts.update_budget(conn, name, update, change, self._now())
+        )
+
+    def reset_spending(self, name: str, change: AdminChange) -> AuditRecord:
+        return self._run(lambda conn: analysts.reset(conn, name, change, self._now()))
 
     # -- audit ---------------------------------------------------------------------------
 
@@ -236,15 +319,26 @@ class StateStore:
         limit: int | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
+        decisions: Collection[Decision] = (),
+        record_id: int | None = None,
     ) -> list[AuditRecord]:
         """Audit records, oldest first. ``since`` ≤ time < ``until`` (timezone-aware);
-        with ``limit``, only the newest ``limit`` records that match."""
+        ``decisions``: only these (all if empty); with ``limit``, only the newest ``limit``
+        records that match."""
         if limit is not None and limit < 0:
             raise ValueError(f"limit must be 0 or more, not {limit}")
         since = None if since is None else require_utc(since, "since")
         until = None if until is None else require_utc(until, "until")
         return self._run(
-            lambda conn: audit.select(conn, analyst=analyst, since=since, until=until, limit=limit),
+            lambda conn: audit.select(
+                conn,
+                analyst=analyst,
+                since=since,
+                until=until,
+                limit=limit,
+                decisions=decisions,
+                record_id=record_id,
+            ),
             write=False,
         )
 
@@ -293,7 +387,7 @@ class StateStore:
                 try:
                     return work(self._conn)
                 except (ValueError, TypeError, KeyError) as exc:
-                    if isinstance(exc, InvalidAmount | ReservationError):
+                    if isinstance(exc, AccountantError):
                         raise
                     raise StateStoreError(
                         self._path,

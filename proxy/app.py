@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from accountant import Attempt, Decision
+from accountant import AccountantError, Attempt, Decision
 from proxy import __version__
 from proxy.pipeline import Asker, Pipeline
 from proxy.responders import Responder
@@ -29,8 +29,14 @@ class DpproxyApp:
         self._background: set[asyncio.Task[object]] = set()
 
     def scram_verifier(self, user: str) -> str | None:
-        analyst = self._settings.analysts.get(user)
-        return None if analyst is None else analyst.password
+        # The state store is the source of truth (the configuration only seeds it), read
+        # at every login so that `dpproxy analyst add|remove|passwd` apply at once.
+        try:
+            analyst = self._pipeline.ledger.analyst_now(user)
+        except AccountantError:
+            logger.exception("cannot read analyst %r from the state store; login refused", user)
+            return None
+        return None if analyst is None else analyst.verifier
 
     def server_parameters(self) -> dict[str, str]:
         return {
@@ -47,12 +53,18 @@ class DpproxyApp:
         }
 
     async def open_session(self, client: ClientInfo) -> AnalystSession:
-        analyst = self._settings.analysts.get(client.user)
+        analyst = await self._pipeline.ledger.analyst(client.user)
         if analyst is None:
             raise QueryError(INVALID_AUTHORIZATION, f'analyst "{client.user}" is not configured')
-        asker = Asker(analyst=client.user, budget=analyst.budget(), address=client.address)
+        asker = Asker(analyst=client.user, budget=analyst.budget, address=client.address)
         logger.info("session opened for %s from %s", client.user, client.address)
-        return AnalystSession(self._pipeline, asker, client.parameters.get("application_name", ""))
+        return AnalystSession(
+            self._pipeline,
+            asker,
+            client.parameters.get("application_name", ""),
+            database=client.database,
+            responders=self._responders,
+        )
 
     def log_authentication_failure(self, client: ClientInfo, reason: str) -> None:
         logger.info("authentication failed for %r from %s: %s", client.user, client.address, reason)

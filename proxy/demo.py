@@ -7,12 +7,34 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from proxy.demo_data import DemoSize, generate, summary, write_duckdb
+import psycopg
+
+from proxy.admin.common import CommandError
+from proxy.demo_data import DemoSize, generate, load_postgres, summary, write_duckdb
 from proxy.protocol.scram import make_verifier
 
 DATABASE_FILE = "demo.duckdb"
 CONFIG_FILE = "dpproxy.toml"
 STATE_FILE = "state.sqlite"
+
+
+@dataclass(frozen=True)
+class PostgresTarget:
+    """Load the demo data into this PostgreSQL database (``dpproxy demo --postgres``)."""
+
+    dsn: str
+    schema: str = "public"
+
+
+DUCKDB_BACKEND = """\
+engine = "duckdb"           # "duckdb" (a file, opened read-only) or "postgres" (dsn = ...)
+path = "{database}"
+"""
+POSTGRES_BACKEND = """\
+engine = "postgres"         # loaded by `dpproxy demo --postgres` (use a read-only role)
+dsn = "{dsn}"
+schema = "{schema}"
+"""
 
 
 @dataclass(frozen=True)
@@ -47,7 +69,9 @@ statement_timeout_seconds = 60
 [state]
 path = "{state}"       # budgets spent and the audit log (SQLite); back it up
 
-# Analysts. password is a SCRAM-SHA-256 verifier (make one with `dpproxy passwd`), never
+# Analysts. These sections only seed the state store: afterwards change passwords and
+# budgets live with `dpproxy analyst ...` and `dpproxy budget ...` (see docs/admin.md).
+# password is a SCRAM-SHA-256 verifier (make one with `dpproxy passwd`), never
 # the password itself. epsilon_total is all the ε the analyst may ever spend;
 # epsilon_default is what one query spends unless the session runs SET dpproxy.epsilon;
 # epsilon_per_query_max caps one query.
@@ -61,6 +85,9 @@ path = "{state}"       # budgets spent and the audit log (SQLite); back it up
 privacy_unit = "patient_id"
 max_rows_per_unit = 1        # one row per patient
 
+[tables.patients.columns.sex]
+domain = ["F", "M"]
+
 [tables.patients.columns.birth_year]
 lower = 1920
 upper = 2025
@@ -72,6 +99,12 @@ upper = 250000
 [tables.visits]
 privacy_unit = "patient_id"
 max_rows_per_unit = 30       # 99% of patients have fewer visits; a few have over 100
+max_groups_per_unit = 3      # in a GROUP BY, one patient counts in at most 3 groups
+
+[tables.visits.columns.department]
+# GROUP BY department releases exactly these values (a public list), empty ones included.
+domain = ["Cardiology", "Emergency", "General Medicine", "Neurology", "Obstetrics",
+          "Oncology", "Orthopedics", "Pediatrics"]
 
 [tables.visits.columns.cost]
 lower = 0
@@ -82,7 +115,11 @@ lower = 0
 upper = 30
 
 [tables.departments]
-public = true                # a lookup table without personal data
+public = true                # a lookup table without personal data: join it freely
+
+[tables.departments.columns.building]
+domain = ["Cancer Center", "Children's Pavilion", "Heart Center", "Main Building",
+          "Neuroscience Institute", "West Wing", "Women's Health Pavilion"]
 """
 
 ANALYST_TEMPLATE = """\
@@ -112,11 +149,23 @@ class Progress:
             self.shown = True
 
 
-def prepare(directory: Path, *, host: str, port: int, patients: int, seed: int) -> bool:
-    """Create the demo in ``directory`` unless it is there already. True if created."""
+def prepare(
+    directory: Path,
+    *,
+    host: str,
+    port: int,
+    patients: int,
+    seed: int,
+    postgres: PostgresTarget | None = None,
+) -> bool:
+    """Create the demo in ``directory`` unless it is there already. True if created.
+
+    With ``postgres``, the data goes into that PostgreSQL database (its demo tables are
+    replaced) and the configuration points there instead of at a DuckDB file.
+    """
     config = directory / CONFIG_FILE
     database = directory / DATABASE_FILE
-    if config.exists() and database.exists():
+    if config.exists() and (database.exists() or postgres is not None):
         return False
     if database.exists() and not config.exists():
         database.unlink()
@@ -124,7 +173,18 @@ def prepare(directory: Path, *, host: str, port: int, patients: int, seed: int) 
     progress = Progress()
     started = time.monotonic()
     data = generate(DemoSize(patients=patients), seed=seed, progress=progress)
-    write_duckdb(data, database, progress=progress)
+    if postgres is None:
+        write_duckdb(data, database, progress=progress)
+        where = str(database)
+    else:
+        try:
+            load_postgres(data, postgres.dsn, schema=postgres.schema, progress=progress)
+        except psycopg.Error as error:
+            raise CommandError(
+                f"cannot load the demo into PostgreSQL ({error}); check the DSN, that the "
+                "server is up and that the role may create tables"
+            ) from None
+        where = f"PostgreSQL schema {postgres.schema}"
     counts = summary(data)
     if progress.shown:
         print(f"  done in {time.monotonic() - started:.1f} s", file=sys.stderr)
@@ -138,14 +198,17 @@ def prepare(directory: Path, *, host: str, port: int, patients: int, seed: int) 
         )
         for a in DEMO_ANALYSTS
     )
-    config.write_text(
-        CONFIG_TEMPLATE.format(
-            host=host, port=port, database=DATABASE_FILE, state=STATE_FILE, analysts=analysts
-        ),
-        encoding="utf-8",
+    text = CONFIG_TEMPLATE.format(
+        host=host, port=port, database=DATABASE_FILE, state=STATE_FILE, analysts=analysts
     )
+    if postgres is not None:
+        text = text.replace(
+            DUCKDB_BACKEND.format(database=DATABASE_FILE),
+            POSTGRES_BACKEND.format(dsn=postgres.dsn, schema=postgres.schema),
+        )
+    config.write_text(text, encoding="utf-8")
     sizes = ", ".join(f"{n:,} {table}" for table, n in counts.items())
-    print(f"wrote {database} ({sizes}) and {config}", file=sys.stderr)
+    print(f"wrote {where} ({sizes}) and {config}", file=sys.stderr)
     return True
 
 

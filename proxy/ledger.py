@@ -1,7 +1,9 @@
 """The state store seen from the event loop: every call runs on one dedicated thread.
 
 SQLite calls block (and fsync); running them on a single worker thread keeps the event
-loop free and gives the store one connection that never crosses threads.
+loop free and gives the store one connection that never crosses threads. Password lookups
+during a login (which the server makes synchronously) use a separate read-only
+connection, so they never wait behind a charge being written.
 """
 
 from __future__ import annotations
@@ -13,13 +15,16 @@ from pathlib import Path
 from typing import TypeVar
 
 from accountant import (
+    AdminChange,
     AnalystBudget,
     Attempt,
     AuditRecord,
     Decision,
     Epsilon,
     Reservation,
+    StateReader,
     StateStore,
+    StoredAnalyst,
 )
 
 T = TypeVar("T")
@@ -29,6 +34,7 @@ class AsyncLedger:
     def __init__(self, path: Path) -> None:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dpproxy-ledger")
         self._store: StateStore = self._executor.submit(StateStore.open, path).result()
+        self._reader = StateReader(path)
 
     async def _call(self, work: Callable[[], T]) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._executor, work)
@@ -63,9 +69,31 @@ class AsyncLedger:
             )
         )
 
-    async def remaining(self, analyst: str, budget: AnalystBudget) -> Epsilon:
+    async def remaining(self, analyst: str, budget: AnalystBudget | None = None) -> Epsilon:
         return await self._call(lambda: self._store.remaining(analyst, budget))
 
+    async def analyst(self, name: str) -> StoredAnalyst | None:
+        """The analyst as stored now (None if unknown or removed)."""
+        return await self._call(lambda: self._store.analyst(name))
+
+    def analyst_now(self, name: str) -> StoredAnalyst | None:
+        """The same, synchronously, from the read-only connection (for logins)."""
+        return self._reader.analyst(name)
+
+    async def records(self, analyst: str, decisions: tuple[Decision, ...]) -> list[AuditRecord]:
+        return await self._call(
+            lambda: self._store.audit_records(analyst=analyst, decisions=decisions)
+        )
+
+    def seed_analysts(
+        self, configured: dict[str, tuple[str, AnalystBudget]], change: AdminChange
+    ) -> list[str]:
+        return self._executor.submit(self._store.seed_analysts, configured, change).result()
+
+    def stored_analysts(self) -> list[StoredAnalyst]:
+        return self._executor.submit(self._store.analysts).result()
+
     def close(self) -> None:
+        self._reader.close()
         self._executor.submit(self._store.close).result()
         self._executor.shutdown(wait=True)

@@ -10,7 +10,8 @@ from __future__ import annotations
 import logging
 import math
 import time
-from dataclasses import dataclass
+from collections import OrderedDict
+from dataclasses import dataclass, field
 
 from accountant import (
     AnalystBudget,
@@ -22,6 +23,7 @@ from accountant import (
 )
 from proxy.backends import Backend, BackendError, CancelToken, QueryCanceled
 from proxy.ledger import AsyncLedger
+from proxy.postprocess import Answer, PostProcessError, PostProcessor
 from proxy.seam import ColumnDescription, Notice, QueryError, StatementResult
 from proxy.sqlstate import (
     CONFIGURATION_LIMIT_EXCEEDED,
@@ -32,7 +34,6 @@ from proxy.sqlstate import (
 from rewriter import (
     Catalog,
     NoiseSource,
-    OutputType,
     Plan,
     PlanRequest,
     Rejected,
@@ -43,7 +44,27 @@ from rewriter import (
 
 logger = logging.getLogger("dpproxy.pipeline")
 
-TYPE_OIDS = {OutputType.BIGINT: (20, 8), OutputType.DOUBLE: (701, 8)}
+PLAN_CACHE_SIZE = 1024
+
+
+class PlanCache:
+    """Recently made plans. A plan is a pure value of (SQL, request) over a fixed catalog,
+    so it can be reused; rejections are never cached (each one is audited)."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._plans: OrderedDict[tuple[str, PlanRequest], Plan] = OrderedDict()
+
+    def get(self, sql: str, request: PlanRequest) -> Plan | None:
+        found = self._plans.get((sql, request))
+        if found is not None:
+            self._plans.move_to_end((sql, request))
+        return found
+
+    def put(self, sql: str, request: PlanRequest, made: Plan) -> None:
+        self._plans[(sql, request)] = made
+        if len(self._plans) > self._size:
+            self._plans.popitem(last=False)
 
 
 @dataclass(frozen=True)
@@ -61,24 +82,32 @@ class Pipeline:
     backend: Backend
     ledger: AsyncLedger
     noise: NoiseSource
+    post: PostProcessor
+    plans: PlanCache = field(default_factory=lambda: PlanCache(PLAN_CACHE_SIZE))
 
     async def describe(
         self, asker: Asker, sql: str, epsilon: Epsilon
     ) -> tuple[ColumnDescription, ...]:
         """The columns the query would return; plans it but runs and charges nothing."""
         query_plan = await self._plan(asker, sql, epsilon)
-        return tuple(
-            ColumnDescription(o.name, *TYPE_OIDS[t])
-            for o, t in zip(query_plan.outputs, query_plan.output_types, strict=True)
-        )
+        try:
+            return self.post.describe(query_plan.released_columns, query_plan.post_sql).columns
+        except PostProcessError as error:
+            raise QueryError(INTERNAL_ERROR, f"cannot describe the query: {error}") from None
 
     async def _plan(self, asker: Asker, sql: str, epsilon: Epsilon) -> Plan:
+        request = PlanRequest(float(epsilon), self.backend.dialect)
+        cached = self.plans.get(sql, request)
+        if cached is not None:
+            return cached
         try:
-            return plan(sql, self.catalog, PlanRequest(float(epsilon), self.backend.dialect))
+            made = plan(sql, self.catalog, request)
         except Rejected as rejection:
             attempt = Attempt(analyst=asker.analyst, client_address=asker.address, sql=sql)
             await self.ledger.refuse(attempt, Decision.REJECTED, rejection.message, asker.budget)
             raise QueryError(rejection.sqlstate, rejection.message, hint=rejection.hint) from None
+        self.plans.put(sql, request, made)
+        return made
 
     async def answer(
         self, asker: Asker, sql: str, epsilon: Epsilon, token: CancelToken
@@ -100,9 +129,10 @@ class Pipeline:
                 hint="SHOW dpproxy.epsilon shows the ε a query spends in this session",
             ) from None
         try:
-            exact = await self.backend.fetch_one(query_plan.sql, token)
+            exact = await self.backend.fetch_all(query_plan.sql, token)
             released = query_plan.release(exact, self.noise)
-        except (BackendError, ReleaseError) as failure:
+            answer = self.post.run(released, query_plan.post_sql)
+        except (BackendError, ReleaseError, PostProcessError) as failure:
             await self.ledger.complete(
                 reservation,
                 decision=Decision.FAILED,
@@ -112,6 +142,13 @@ class Pipeline:
             )
             logger.warning("query of %s failed after charge: %s", asker.analyst, failure)
             code = sqlstate_for(failure)
+            if isinstance(failure, PostProcessError):
+                raise QueryError(
+                    "22000",
+                    f"the noisy answer could not be post-processed ({failure}); the charge of "
+                    f"{epsilon} stands",
+                    hint="check the arithmetic of the select list, HAVING and ORDER BY",
+                ) from None
             if isinstance(failure, QueryCanceled):
                 message = f"canceling statement due to user request; the charge of {epsilon} stands"
                 raise QueryError(QUERY_CANCELED, message) from None
@@ -134,13 +171,22 @@ class Pipeline:
             reservation,
             decision=Decision.ACCEPTED,
             reason=None,
-            rows=1,
+            rows=len(answer.rows),
             duration_ms=_ms_since(started),
         )
         remaining = (
             record.remaining if record.remaining is not None else reservation.remaining_after
         )
-        return _result(query_plan, released, asker, epsilon, remaining)
+        total = reservation.total if reservation.total is not None else asker.budget.total
+        return _result(
+            query_plan,
+            released,
+            answer,
+            asker=asker,
+            epsilon=epsilon,
+            remaining=remaining,
+            total=total,
+        )
 
 
 def _ms_since(started: float) -> float:
@@ -148,45 +194,46 @@ def _ms_since(started: float) -> float:
 
 
 def _result(
-    query_plan: Plan, released: Release, asker: Asker, epsilon: Epsilon, remaining: Epsilon
+    query_plan: Plan,
+    released: Release,
+    answer: Answer,
+    *,
+    asker: Asker,
+    epsilon: Epsilon,
+    remaining: Epsilon,
+    total: Epsilon,
 ) -> StatementResult:
-    columns = tuple(ColumnDescription(v.name, *TYPE_OIDS[v.type]) for v in released.values)
-    row = tuple(format_value(v.value) for v in released.values)
     intervals = []
-    for value in released.values:
-        if value.half_width_95 is not None:
-            intervals.append(f"{value.name} ±{format_width(value.half_width_95)}")
-        elif value.note:
-            intervals.append(f"{value.name}: {value.note}")
+    for accuracy in released.accuracy:
+        if accuracy.half_width_95 is not None:
+            intervals.append(f"{accuracy.label} ±{format_width(accuracy.half_width_95)}")
+        elif accuracy.note:
+            intervals.append(f"{accuracy.label}: {accuracy.note}")
+    groups = ""
+    if query_plan.keys:
+        groups = (
+            f" Each person counts in at most {query_plan.max_groups_per_unit} group(s); "
+            f"{len(released.rows)} group(s) from the public domain are released."
+        )
     notice = Notice(
         message=(
-            f"dpproxy: this answer cost {epsilon}; {asker.analyst} has "
-            f"{remaining} left of {asker.budget.total}"
+            f"dpproxy: this answer cost {epsilon}; {asker.analyst} has {remaining} left of {total}"
         ),
         detail=(
             "95% confidence of the noise: " + "; ".join(intervals) + ". "
             f"Each person counts for at most {query_plan.max_rows_per_unit} row(s) of "
-            f"{query_plan.table}; values are clamped to their declared bounds."
+            f"{query_plan.table}; values are clamped to their declared bounds." + groups
         ),
     )
-    return StatementResult(tag="SELECT 1", columns=columns, rows=(row,), notices=(notice,))
+    return StatementResult(
+        tag=f"SELECT {len(answer.rows)}",
+        columns=answer.columns,
+        rows=answer.rows,
+        notices=(notice,),
+    )
 
 
 def format_width(width: float) -> str:
     if width >= 100:
         return f"{width:,.0f}"
     return f"{width:.3g}"
-
-
-def format_value(value: int | float | None) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, int):
-        return str(value)
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "Infinity" if value > 0 else "-Infinity"
-    if value.is_integer() and abs(value) < 1e15:
-        return str(int(value))
-    return repr(value)

@@ -5,16 +5,23 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import ssl
 from collections.abc import Callable
 
+from accountant import AdminChange
+from proxy.admin.seed import configured, current_actor, differences
 from proxy.app import DpproxyApp
 from proxy.backends import Backend
 from proxy.backends.duckdb import DuckDBBackend
 from proxy.backends.postgres import PostgresBackend
+from proxy.catalog import CatalogResponder
 from proxy.ledger import AsyncLedger
 from proxy.pipeline import Pipeline
+from proxy.postprocess import PostProcessor
+from proxy.selfservice import SelfServiceResponder
 from proxy.server import Server
-from proxy.settings import BackendSettings, Settings
+from proxy.settings import BackendSettings, ConfigError, ServerSettings, Settings
+from proxy.tls import TLSConfigError, server_context
 from rewriter import OpenDPNoise, build_catalog
 
 logger = logging.getLogger("dpproxy")
@@ -34,8 +41,29 @@ def open_backend(settings: BackendSettings) -> Backend:
     )
 
 
+def seed_analysts(ledger: AsyncLedger, settings: Settings) -> None:
+    """The configuration's analysts seed the state store, which wins (see proxy.admin.seed)."""
+    change = AdminChange(actor=current_actor(), command="dpproxy serve (configuration seed)")
+    added = ledger.seed_analysts(configured(settings), change)
+    if added:
+        logger.info("added analysts from the configuration: %s", ", ".join(added))
+    for note in differences(settings, ledger.stored_analysts()):
+        logger.warning("%s", note)
+
+
+def ssl_context(settings: ServerSettings) -> ssl.SSLContext | None:
+    """The server's TLS context, or None without tls_cert/tls_key. Raises ConfigError."""
+    if settings.tls_cert is None or settings.tls_key is None:
+        return None
+    try:
+        return server_context(settings.tls_cert, settings.tls_key)
+    except TLSConfigError as error:
+        raise ConfigError(str(error)) from None
+
+
 async def run(settings: Settings, on_ready: Callable[[int], None]) -> None:
     """Serve until SIGINT or SIGTERM. ``on_ready`` gets the bound port."""
+    context = ssl_context(settings.server)
     backend = open_backend(settings.backend)
     ledger: AsyncLedger | None = None
     try:
@@ -45,12 +73,19 @@ async def run(settings: Settings, on_ready: Callable[[int], None]) -> None:
         recovered = ledger.recover_interrupted()
         if recovered:
             logger.warning("recorded %d interrupted queries as failed (charges stand)", recovered)
-        app = DpproxyApp(settings, Pipeline(catalog, backend, ledger, OpenDPNoise()))
+        seed_analysts(ledger, settings)
+        app = DpproxyApp(
+            settings,
+            Pipeline(catalog, backend, ledger, OpenDPNoise(), PostProcessor()),
+            responders=(SelfServiceResponder(), CatalogResponder(catalog)),
+        )
         server = Server(
             app,
             settings.server.host,
             settings.server.port,
             max_message_size=settings.server.max_message_bytes,
+            ssl_context=context,
+            require_tls=settings.server.require_tls,
         )
         port = await server.start()
         stop = asyncio.Event()

@@ -1,10 +1,12 @@
 """The asyncio PostgreSQL wire-protocol server.
 
-Speaks protocol 3.0 without TLS (SSLRequest and GSSENCRequest are answered ``N``),
-authenticates with SCRAM-SHA-256, and hands every simple-protocol Query to the
-application's :class:`~proxy.seam.Session`; the extended protocol's statements and
-portals are kept by :mod:`proxy.extended`. Responses are buffered and written once per
-statement (or once per batch of messages that need no answer of their own).
+Speaks protocol 3.0, with TLS when the server has a certificate (SSLRequest is answered
+``S`` and the stream upgraded; else ``N``; GSSENCRequest is always ``N``; ``require_tls``
+refuses unencrypted startups), authenticates with SCRAM-SHA-256, and hands every
+simple-protocol Query to the application's :class:`~proxy.seam.Session`; the extended
+protocol's statements and portals are kept by :mod:`proxy.extended`. Responses are
+buffered and written once per statement (or once per batch of messages that need no
+answer of their own).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import contextlib
 import hmac
 import logging
 import secrets
+import ssl
 import struct
 from collections.abc import Callable
 
@@ -54,6 +57,10 @@ logger = logging.getLogger(__name__)
 
 INTERNAL_ERROR_MESSAGE = "internal error in dpproxy; the statement was not answered"
 FUNCTION_CALL_MESSAGE = "dpproxy does not support the function call protocol"
+TLS_REQUIRED_MESSAGE = (
+    "dpproxy accepts only encrypted connections; connect with sslmode=require "
+    "(or verify-ca / verify-full)"
+)
 DEFAULT_STARTUP_TIMEOUT = 60.0
 _READ_SIZE = 1 << 16
 _EXTENDED = (Parse, Bind, Describe, Execute, Close)
@@ -119,8 +126,14 @@ class Server:
         *,
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+        ssl_context: ssl.SSLContext | None = None,
+        require_tls: bool = False,
     ) -> None:
+        if require_tls and ssl_context is None:
+            raise ValueError("require_tls needs an SSL context (tls_cert and tls_key)")
         self.app = app
+        self.ssl_context = ssl_context
+        self.require_tls = require_tls
         self.host = host
         self.requested_port = port
         self.max_message_size = max_message_size
@@ -237,6 +250,7 @@ class _Connection:
         self.secret_key = 0
         self.out: list[bytes] = []
         self.extended = ExtendedQueries()
+        self.encrypted = False
         peer = writer.get_extra_info("peername")
         self.address = str(peer[0]) if isinstance(peer, tuple) and peer else str(peer or "")
 
@@ -322,6 +336,11 @@ class _Connection:
             if isinstance(msg, SSLRequest | GSSENCRequest):
                 if self.decoder.buffered:
                     raise ProtocolViolation("received unencrypted data after SSL request")
+                if isinstance(msg, SSLRequest) and self.server.ssl_context is not None:
+                    if self.encrypted:
+                        raise ProtocolViolation("SSL request on an encrypted connection")
+                    await self.start_tls(self.server.ssl_context)
+                    continue
                 self.send(codec.SSL_REFUSED)
                 continue
             if isinstance(msg, CancelRequest):
@@ -331,7 +350,22 @@ class _Connection:
             if isinstance(msg, StartupMessage):
                 break
             raise ProtocolViolation("expected a startup packet")
+        if self.server.require_tls and not self.encrypted:
+            logger.info("refused an unencrypted connection from %s (require_tls)", self.address)
+            self.send(codec.error_response("28000", TLS_REQUIRED_MESSAGE, severity="FATAL"))
+            return None
         return await self.open(msg)
+
+    async def start_tls(self, context: ssl.SSLContext) -> None:
+        """Answer 'S' and run the TLS handshake; the streams are encrypted afterwards."""
+        self.send(codec.SSL_ACCEPTED)
+        await self.flush()
+        try:
+            await self.writer.start_tls(context)
+        except ssl.SSLError as exc:
+            logger.warning("TLS handshake with %s failed: %s", self.address, exc)
+            raise _Closed from None
+        self.encrypted = True
 
     async def open(self, startup: StartupMessage) -> Session | None:
         params = startup.params
@@ -480,7 +514,9 @@ class _Connection:
         await self.flush()  # answers to earlier pipelined messages go out first
         fatal = False
         try:
+            self.extended.check_session_statement(sql)
             response = encode_result(await session.execute(sql))
+            self.extended.after_session_statement(sql)
         except QueryError as err:
             response = encode_query_error(err)
             fatal = err.severity in ("FATAL", "PANIC")
@@ -508,9 +544,18 @@ async def serve(
     *,
     ready: Callable[[int], None] | None = None,
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+    ssl_context: ssl.SSLContext | None = None,
+    require_tls: bool = False,
 ) -> None:
     """Run a server until cancelled; ``ready`` is called with the bound port."""
-    server = Server(app, host, port, max_message_size=max_message_size)
+    server = Server(
+        app,
+        host,
+        port,
+        max_message_size=max_message_size,
+        ssl_context=ssl_context,
+        require_tls=require_tls,
+    )
     bound = await server.start()
     if ready is not None:
         ready(bound)

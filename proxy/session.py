@@ -8,10 +8,12 @@ from proxy.pipeline import Asker, Pipeline
 from proxy.responders import Responder, SessionContext
 from proxy.seam import ColumnDescription, Notice, QueryError, StatementResult, TransactionStatus
 from proxy.sqlstate import (
+    ACTIVE_SQL_TRANSACTION,
     CANT_CHANGE_RUNTIME_PARAM,
     FEATURE_NOT_SUPPORTED,
     IN_FAILED_SQL_TRANSACTION,
     INVALID_PARAMETER_VALUE,
+    NO_ACTIVE_SQL_TRANSACTION,
     SYNTAX_ERROR,
     UNDEFINED_OBJECT,
     WARNING,
@@ -82,6 +84,7 @@ class AnalystSession:
         self._parameters["application_name"] = application_name
         self._epsilon: Epsilon = asker.budget.default_per_query
         self._token: CancelToken | None = None
+        self._savepoints: list[str] = []
 
     @property
     def transaction_status(self) -> TransactionStatus:
@@ -143,7 +146,8 @@ class AnalystSession:
         except StatementSyntaxError as error:
             raise QueryError(SYNTAX_ERROR, str(error)) from None
         if self._status is TransactionStatus.FAILED and (
-            statement is None or statement.kind not in (Kind.COMMIT, Kind.ROLLBACK)
+            statement is None
+            or statement.kind not in (Kind.COMMIT, Kind.ROLLBACK, Kind.ROLLBACK_TO)
         ):
             raise QueryError(
                 IN_FAILED_SQL_TRANSACTION,
@@ -157,6 +161,8 @@ class AnalystSession:
             return StatementResult(tag="", empty=True)
         statement = self._recognize(sql)
         if statement is not None:
+            if statement.kind is Kind.SHOW and statement.name == BUDGET_PARAMETER:
+                return await self._show_budget()
             return self._session_statement(statement)
         system = await self._system_answer(sql)
         if system is not None:
@@ -176,9 +182,12 @@ class AnalystSession:
                 )
             self._status = TransactionStatus.IN_TRANSACTION
             return StatementResult(tag="BEGIN")
+        if statement.kind in _CLEANUP_KINDS:
+            return self._transaction_statement(statement)
         if statement.kind in (Kind.COMMIT, Kind.ROLLBACK):
             was = self._status
             self._status = TransactionStatus.IDLE
+            self._savepoints.clear()
             tag = "COMMIT" if statement.kind is Kind.COMMIT else "ROLLBACK"
             if was is TransactionStatus.IDLE:
                 return StatementResult(
@@ -190,6 +199,39 @@ class AnalystSession:
         if statement.kind is Kind.RESET:
             return self._reset(statement.name or "")
         return self._set(statement.name or "", statement.value)
+
+    def _transaction_statement(self, statement: SessionStatement) -> StatementResult:
+        """SAVEPOINT, RELEASE, ROLLBACK TO, DISCARD and DEALLOCATE. Prepared statements
+        are the server's: it drops them after DEALLOCATE or DISCARD ALL succeeds here."""
+        name = statement.name or ""
+        in_block = self._status is not TransactionStatus.IDLE
+        if statement.kind is Kind.DEALLOCATE:
+            return StatementResult(tag="DEALLOCATE" if statement.name else "DEALLOCATE ALL")
+        if statement.kind is Kind.DISCARD:
+            if name == "all":
+                if in_block:
+                    raise QueryError(
+                        ACTIVE_SQL_TRANSACTION, "DISCARD ALL cannot run inside a transaction block"
+                    )
+                self._reset("all")
+            return StatementResult(tag=f"DISCARD {name.upper()}")
+        what = "SAVEPOINT" if statement.kind is Kind.SAVEPOINT else statement.kind.value
+        if not in_block:
+            raise QueryError(
+                NO_ACTIVE_SQL_TRANSACTION, f"{what} can only be used in transaction blocks"
+            )
+        if statement.kind is Kind.SAVEPOINT:
+            self._savepoints.append(name)
+            return StatementResult(tag="SAVEPOINT")
+        if name not in self._savepoints:
+            raise QueryError(INVALID_SAVEPOINT_SPECIFICATION, f'savepoint "{name}" does not exist')
+        position = len(self._savepoints) - 1 - self._savepoints[::-1].index(name)
+        if statement.kind is Kind.RELEASE:
+            del self._savepoints[position:]
+            return StatementResult(tag="RELEASE")
+        del self._savepoints[position + 1 :]
+        self._status = TransactionStatus.IN_TRANSACTION
+        return StatementResult(tag="ROLLBACK")
 
     def _show(self, name: str) -> StatementResult:
         if name == EPSILON_PARAMETER:
@@ -205,6 +247,19 @@ class AnalystSession:
         else:
             raise _unknown(name)
         column = ColumnDescription(name, TEXT_OID)
+        return StatementResult(tag="SHOW", columns=(column,), rows=((value,),))
+
+    async def _show_budget(self) -> StatementResult:
+        """The analyst's budget as stored now (admins may change it live). Never charged."""
+        stored = await self._pipeline.ledger.analyst(self._asker.analyst)
+        if stored is None:
+            value = "no budget: this analyst was removed by an admin"
+        else:
+            value = (
+                f"{stored.remaining.plain} left of {stored.budget.total.plain} "
+                f"({stored.spent.plain} spent; next query costs {self._epsilon.plain})"
+            )
+        column = ColumnDescription(BUDGET_PARAMETER, TEXT_OID)
         return StatementResult(tag="SHOW", columns=(column,), rows=((value,),))
 
     def _reset(self, name: str) -> StatementResult:
@@ -273,6 +328,12 @@ class AnalystSession:
         return epsilon
 
 
+INVALID_SAVEPOINT_SPECIFICATION = "3B001"
+_CLEANUP_KINDS = frozenset(
+    {Kind.SAVEPOINT, Kind.RELEASE, Kind.ROLLBACK_TO, Kind.DISCARD, Kind.DEALLOCATE}
+)
+
+
 def _warning(message: str) -> Notice:
     return Notice(message=message, severity="WARNING", code=WARNING)
 
@@ -280,5 +341,5 @@ def _warning(message: str) -> Notice:
 def _unknown(name: str) -> QueryError:
     hint = None
     if name.startswith("dpproxy."):
-        hint = f"dpproxy's settings: {EPSILON_PARAMETER}"
+        hint = f"dpproxy's settings: {EPSILON_PARAMETER}, {BUDGET_PARAMETER} (SHOW only)"
     return QueryError(UNDEFINED_OBJECT, f'unrecognized configuration parameter "{name}"', hint=hint)

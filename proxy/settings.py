@@ -41,6 +41,29 @@ class ServerSettings(BaseModel):
     max_message_bytes: int = Field(
         default=1 << 20, ge=1024, description="Largest protocol message accepted from a client."
     )
+    tls_cert: Path | None = Field(
+        default=None, description="PEM certificate (chain) offered to clients that ask for TLS."
+    )
+    tls_key: Path | None = Field(default=None, description="PEM private key of tls_cert.")
+    require_tls: bool = Field(
+        default=False, description="Refuse clients that do not encrypt (needs tls_cert)."
+    )
+
+    @model_validator(mode="after")
+    def _check_tls(self) -> Self:
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ValueError("tls_cert and tls_key go together: set both, or neither")
+        if self.require_tls and self.tls_cert is None:
+            raise ValueError("require_tls = true needs tls_cert and tls_key")
+        return self
+
+    def resolve_paths(self, base: Path) -> ServerSettings:
+        update = {
+            name: base / path
+            for name, path in (("tls_cert", self.tls_cert), ("tls_key", self.tls_key))
+            if path is not None and not path.is_absolute()
+        }
+        return self.model_copy(update=update) if update else self
 
 
 class BackendSettings(BaseModel):
@@ -86,7 +109,11 @@ class StateSettings(BaseModel):
 
 
 class AnalystSettings(BaseModel):
-    """One analyst: credentials and privacy budget."""
+    """One analyst: credentials and privacy budget.
+
+    Only a seed: the state store is the source of truth for analysts (see proxy.admin.seed).
+    An analyst the store has never known is added from here; afterwards the stored one wins.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -159,7 +186,8 @@ class Settings(BaseModel):
         state = self.state
         if not state.path.is_absolute():
             state = state.model_copy(update={"path": base / state.path})
-        return self.model_copy(update={"backend": backend, "state": state})
+        server = self.server.resolve_paths(base)
+        return self.model_copy(update={"server": server, "backend": backend, "state": state})
 
 
 def config_path(explicit: str | None) -> Path:

@@ -1,6 +1,7 @@
 """Session statements that dpproxy answers itself, without touching data.
 
-BEGIN/START TRANSACTION, COMMIT/END, ROLLBACK/ABORT, SET, SHOW, RESET. They are recognised
+BEGIN/START TRANSACTION, COMMIT/END, ROLLBACK/ABORT, SAVEPOINT, RELEASE, ROLLBACK TO,
+SET, SHOW, RESET, DISCARD and DEALLOCATE. They are recognised
 by a small hand-written scanner (no data-bearing SQL ever goes through here): anything
 else is a query for the rewriter.
 """
@@ -19,12 +20,20 @@ class Kind(Enum):
     SET = "SET"
     SHOW = "SHOW"
     RESET = "RESET"
+    SAVEPOINT = "SAVEPOINT"
+    RELEASE = "RELEASE"
+    ROLLBACK_TO = "ROLLBACK TO"
+    DISCARD = "DISCARD"
+    DEALLOCATE = "DEALLOCATE"
 
 
 @dataclass(frozen=True)
 class SessionStatement:
     kind: Kind
-    name: str | None = None  # SET/SHOW/RESET: the parameter, lower-cased ("all" for RESET ALL)
+    # SET/SHOW/RESET: the parameter, lower-cased ("all" for RESET ALL); SAVEPOINT, RELEASE,
+    # ROLLBACK TO: the savepoint; DISCARD: all, plans, temp or sequences; DEALLOCATE: the
+    # prepared statement (None for DEALLOCATE ALL).
+    name: str | None = None
     value: str | None = None  # SET: the value as text (quotes removed); None = DEFAULT
 
 
@@ -63,9 +72,23 @@ def recognize(sql: str) -> SessionStatement | None:
     if first in _COMMIT:
         return SessionStatement(Kind.COMMIT)
     if first in _ROLLBACK:
-        if re.match(r"(?is)rollback\s+to\b", text):
-            raise StatementSyntaxError("savepoints are not supported; use ROLLBACK")
+        to = re.match(
+            r"(?is)rollback\s+(?:work\s+|transaction\s+)?to\s+(?:savepoint\s+)?(.*)", text
+        )
+        if to:
+            if to.group(1).strip().lower() == "savepoint":
+                raise StatementSyntaxError("expected ROLLBACK TO SAVEPOINT <name>")
+            return SessionStatement(Kind.ROLLBACK_TO, _single_name(to.group(1), "ROLLBACK TO"))
         return SessionStatement(Kind.ROLLBACK)
+    if first == "savepoint":
+        return SessionStatement(Kind.SAVEPOINT, _single_name(text[len(first) :], "SAVEPOINT"))
+    if first == "release":
+        rest = re.sub(r"(?is)^\s*savepoint\b", "", text[len(first) :])
+        return SessionStatement(Kind.RELEASE, _single_name(rest, "RELEASE SAVEPOINT"))
+    if first == "discard":
+        return _parse_discard(text)
+    if first == "deallocate":
+        return _parse_deallocate(text)
     if first == "set":
         return _parse_set(text)
     if first == "show":
@@ -147,3 +170,37 @@ def _parse_show(text: str) -> SessionStatement:
     if len(tokens) != 1:
         raise StatementSyntaxError("expected SHOW <parameter>")
     return SessionStatement(Kind.SHOW, _name(tokens[0]))
+
+
+def _single_name(rest: str, statement: str) -> str:
+    tokens = _tokens(rest.strip())
+    if len(tokens) != 1 or tokens[0][0] in "'=,":
+        raise StatementSyntaxError(f"expected {statement} <name>")
+    return _name(tokens[0])
+
+
+_DISCARD_TARGETS = frozenset({"all", "plans", "temp", "temporary", "sequences"})
+
+
+def _parse_discard(text: str) -> SessionStatement:
+    words = [t.lower() for t in _tokens(text)[1:]]
+    if len(words) != 1 or words[0] not in _DISCARD_TARGETS:
+        raise StatementSyntaxError(
+            "expected DISCARD ALL, DISCARD PLANS, DISCARD SEQUENCES or DISCARD TEMP"
+        )
+    target = "temp" if words[0] == "temporary" else words[0]
+    return SessionStatement(Kind.DISCARD, target)
+
+
+def _parse_deallocate(text: str) -> SessionStatement:
+    tokens = _tokens(text)[1:]
+    if tokens and tokens[0].lower() == "prepare":
+        tokens = tokens[1:]
+    if len(tokens) != 1 or tokens[0][0] in "'=,":
+        raise StatementSyntaxError("expected DEALLOCATE <name> or DEALLOCATE ALL")
+    if tokens[0].lower() == "all":
+        return SessionStatement(Kind.DEALLOCATE, None)
+    token = tokens[0]
+    if token.startswith('"'):  # a quoted name keeps its case
+        return SessionStatement(Kind.DEALLOCATE, token[1:-1].replace('""', '"'))
+    return SessionStatement(Kind.DEALLOCATE, token.lower())

@@ -3,11 +3,12 @@
 from rewriter.catalog import Catalog, ColumnInfo, ColumnType, TableInfo, build_catalog
 from rewriter.errors import PolicyError, Rejected, RewriterError
 from rewriter.mechanisms import DiscreteLaplace, NoiseSource, OpenDPNoise
-from rewriter.plan import OutputType, Plan, Release, ReleasedValue, ReleaseError
+from rewriter.plan import Accuracy, Plan, Release, ReleasedValue, ReleaseError
 from rewriter.planner import PlanRequest, plan
 from rewriter.policy import ColumnPolicy, TablePolicy
 
 __all__ = [
+    "Accuracy",
     "Catalog",
     "ColumnInfo",
     "ColumnPolicy",

@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 
+from sqlglot import exp
+
 from rewriter.errors import PolicyError, Rejected
 from rewriter.policy import ColumnPolicy, TablePolicy
 
@@ -46,6 +48,7 @@ class TableInfo:
     name: str
     columns: Mapping[str, ColumnInfo]
     policy: TablePolicy
+    derived: exp.Select | None = None  # a per-unit subquery standing in for a table
 
     def column(self, name: str) -> ColumnInfo:
         found = self.columns.get(name.lower())
@@ -66,6 +69,9 @@ class TableInfo:
 @dataclass(frozen=True)
 class Catalog:
     tables: Mapping[str, TableInfo]
+
+    def with_table(self, key: str, table: TableInfo) -> Catalog:
+        return Catalog({**self.tables, key.lower(): table})
 
     def table(self, name: str, schema: str | None = None) -> TableInfo:
         found = self.tables.get(name.lower())

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 SUPPORTED_FORMS = (
-    "dpproxy answers aggregate queries of the form "
-    "SELECT COUNT(*) | COUNT(col) | SUM(col) | AVG(col) [, ...] FROM <protected table> "
-    "[WHERE <condition on that table's columns>]"
+    "dpproxy answers SELECT <COUNT(*), COUNT(expr), COUNT(DISTINCT <privacy unit>), "
+    "SUM(expr), AVG(expr), arithmetic over them> FROM <protected table> [WHERE ...] "
+    "[GROUP BY <keys with a public domain>] [HAVING ...] [ORDER BY ...] [LIMIT n]; "
+    "see docs/sql.md"
 )
 
 
@@ -24,7 +25,9 @@ class Rejected(RewriterError):
         super().__init__(message)
         self.message = message
         self.sqlstate = sqlstate
-        self.hint = hint if hint is not None else SUPPORTED_FORMS
+        if hint is None and sqlstate == "0A000":
+            hint = SUPPORTED_FORMS
+        self.hint = hint
 
 
 class PolicyError(RewriterError):

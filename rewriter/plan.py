@@ -1,26 +1,23 @@
 """The Plan: SQL to run, the measurements it yields, and how to release them.
 
 A Plan is a pure value made by ``rewriter.planner.plan``. The proxy runs ``plan.sql`` on
-the backend, which returns one row of exact integers (one per measurement, in order), then
-calls :meth:`Plan.release` with that row and a noise source.
+the backend, which returns one row per group present (the keys, then one exact integer per
+measurement), calls :meth:`Plan.release` with those rows and a noise source, and finally
+runs ``plan.post_sql`` over the released relation (post-processing).
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from enum import Enum
 
-from rewriter.catalog import ColumnType
 from rewriter.mechanisms import DiscreteLaplace, NoiseSource
-from rewriter.passes.check_shape import Aggregate
-from rewriter.passes.measurements import MeasurementSpec, OutputSpec, grid_for
-
-
-class OutputType(Enum):
-    BIGINT = "bigint"
-    DOUBLE = "double precision"
+from rewriter.passes.aggregates import Aggregate
+from rewriter.passes.group_keys import DomainValue, GroupKey, domain_cells
+from rewriter.passes.measurements import MeasurementSpec, OutputSpec
 
 
 @dataclass(frozen=True)
@@ -31,17 +28,22 @@ class Measurement:
 
 
 @dataclass(frozen=True)
-class ReleasedValue:
-    name: str
-    type: OutputType
-    value: int | float | None
-    half_width_95: float | None  # half-width of the 95% interval of the noise, if known
+class Accuracy:
+    label: str  # the aggregate as written, e.g. COUNT(*)
+    half_width_95: float | None  # of the noise, if known in closed form
     note: str | None = None
+
+
+ReleasedValue = DomainValue | float | int
 
 
 @dataclass(frozen=True)
 class Release:
-    values: tuple[ReleasedValue, ...]
+    """The released relation: keys and noisy aggregates, one row per domain cell."""
+
+    columns: tuple[tuple[str, str], ...]  # (name, DuckDB type)
+    rows: tuple[tuple[ReleasedValue, ...], ...]
+    accuracy: tuple[Accuracy, ...]
 
 
 class ReleaseError(Exception):
@@ -53,66 +55,124 @@ class Plan:
     sql: str
     dialect: str
     table: str
+    keys: tuple[GroupKey, ...]
     measurements: tuple[Measurement, ...]
     outputs: tuple[OutputSpec, ...]
+    post_sql: str  # DuckDB SQL over the relation "released"
     epsilon: float  # what the query costs (pure ε, basic composition of its measurements)
-    max_rows_per_unit: int  # the contribution bound applied to each privacy unit
+    max_rows_per_unit: int
+    max_groups_per_unit: int  # groups one unit can affect (1 without GROUP BY)
 
     def privacy_loss(self) -> float:
         """The sum of the measurements' privacy maps: never more than ``epsilon``."""
         return sum(m.mechanism.epsilon() for m in self.measurements)
 
     @property
-    def output_types(self) -> tuple[OutputType, ...]:
-        return tuple(_output_type(o) for o in self.outputs)
+    def released_columns(self) -> tuple[tuple[str, str], ...]:
+        keys = tuple((k.name, k.sql_type) for k in self.keys)
+        return keys + tuple((o.name, _output_type(o, self)) for o in self.outputs)
 
-    def release(self, exact_row: Sequence[object], noise: NoiseSource) -> Release:
-        if len(exact_row) != len(self.measurements):
-            raise ReleaseError(f"expected {len(self.measurements)} values, got {len(exact_row)}")
-        noisy: dict[str, int] = {}
-        for measurement, raw in zip(self.measurements, exact_row, strict=True):
-            noisy[measurement.spec.key] = measurement.mechanism.release(_as_int(raw), noise)
-        by_key = {m.spec.key: m for m in self.measurements}
-        return Release(tuple(self._value(o, noisy, by_key) for o in self.outputs))
+    def release(self, exact_rows: Sequence[Sequence[object]], noise: NoiseSource) -> Release:
+        width = len(self.keys) + len(self.measurements)
+        exact: dict[tuple[object, ...], Sequence[object]] = {}
+        for row in exact_rows:
+            if len(row) != width:
+                raise ReleaseError(f"expected {width} values per row, got {len(row)}")
+            cell = tuple(_canonical(v) for v in row[: len(self.keys)])
+            if cell in exact:
+                raise ReleaseError("the backend returned a group twice")
+            exact[cell] = row[len(self.keys) :]
+        released = []
+        zeros = (0,) * len(self.measurements)
+        for cell in domain_cells(self.keys):
+            totals = exact.pop(tuple(_canonical(v) for v in cell), zeros)
+            noisy = {
+                m.spec.key: m.mechanism.release(_as_int(raw), noise)
+                for m, raw in zip(self.measurements, totals, strict=True)
+            }
+            released.append((*cell, *(self._value(o, noisy) for o in self.outputs)))
+        if exact:
+            raise ReleaseError("the backend returned a group outside the public domain")
+        return Release(self.released_columns, tuple(released), self._accuracy())
 
-    def _value(
-        self, output: OutputSpec, noisy: dict[str, int], by_key: dict[str, Measurement]
-    ) -> ReleasedValue:
-        measured = by_key[output.numerator]
-        width = measured.mechanism.half_width()
-        otype = _output_type(output)
-        if output.aggregate in (Aggregate.COUNT_ROWS, Aggregate.COUNT_VALUES):
-            # Post-processing: a count is never negative.
-            return ReleasedValue(output.name, otype, max(0, noisy[output.numerator]), width)
-        grid = measured.spec.grid
+    def _value(self, output: OutputSpec, noisy: dict[str, int]) -> int | float:
+        if output.aggregate in (
+            Aggregate.COUNT_ROWS,
+            Aggregate.COUNT_VALUES,
+            Aggregate.COUNT_UNITS,
+        ):
+            return max(0, noisy[output.numerator])  # post-processing: counts are not negative
+        grid = self._measurement(output.numerator).spec.grid
         if grid is None:
-            raise ReleaseError(f"measurement {measured.spec.key} has no grid")
+            raise ReleaseError(f"measurement {output.numerator} has no grid")
         total = noisy[output.numerator] * grid.step
         if output.aggregate is Aggregate.SUM:
-            value: int | float = int(total) if otype is OutputType.BIGINT else float(total)
-            return ReleasedValue(output.name, otype, value, width * grid.step)
-        if output.denominator is None:
-            raise ReleaseError("an average needs a count")
-        count = noisy[output.denominator]
-        lower, upper = grid.lower * grid.step, grid.upper * grid.step
-        # Post-processing: ratio of two noisy values, kept within the column's bounds.
-        average = min(upper, max(lower, total / max(count, 1)))
-        note = "noisy sum / noisy count, clamped to the column's bounds"
-        return ReleasedValue(output.name, otype, average, None, note)
+            return int(total) if grid.step == 1.0 else float(total)
+        if output.denominator is None or output.bounds is None:
+            raise ReleaseError("an average needs a count and bounds")
+        count = max(noisy[output.denominator], 1)
+        # Post-processing: ratio of two noisy values, kept within the expression's bounds.
+        mean = min(output.bounds.upper, max(output.bounds.lower, total / count))
+        if output.aggregate is Aggregate.AVG:
+            return mean
+        return self._spread(output, noisy, count, mean)
+
+    def _spread(self, output: OutputSpec, noisy: dict[str, int], count: int, mean: float) -> float:
+        """Variance or standard deviation from noisy Σx, Σx² and n (post-processing)."""
+        if output.squares is None or output.bounds is None:
+            raise ReleaseError("a variance needs a sum of squares")
+        grid = self._measurement(output.squares).spec.grid
+        if grid is None:
+            raise ReleaseError("the sum of squares has no grid")
+        squares = noisy[output.squares] * grid.step
+        largest = ((output.bounds.upper - output.bounds.lower) / 2) ** 2
+        variance = min(largest, max(0.0, squares / count - mean * mean))
+        if output.aggregate in (Aggregate.VAR_SAMP, Aggregate.STDDEV_SAMP):
+            variance = min(largest * 2, variance * count / (count - 1)) if count > 1 else 0.0
+        if output.aggregate in (Aggregate.STDDEV_POP, Aggregate.STDDEV_SAMP):
+            return math.sqrt(variance)
+        return variance
+
+    def _measurement(self, key: str) -> Measurement:
+        for m in self.measurements:
+            if m.spec.key == key:
+                return m
+        raise ReleaseError(f"no measurement {key}")
+
+    def _accuracy(self) -> tuple[Accuracy, ...]:
+        result = []
+        for output in self.outputs:
+            measured = self._measurement(output.numerator)
+            width = float(measured.mechanism.half_width())
+            if output.aggregate is Aggregate.AVG:
+                result.append(Accuracy(output.label, None, "noisy sum / noisy count"))
+            elif output.squares is not None:
+                result.append(Accuracy(output.label, None, "from noisy Σx, Σx² and count"))
+            elif measured.spec.grid is not None:
+                result.append(Accuracy(output.label, width * measured.spec.grid.step))
+            else:
+                result.append(Accuracy(output.label, width))
+        return tuple(result)
 
 
-def _output_type(output: OutputSpec) -> OutputType:
-    if output.aggregate in (Aggregate.COUNT_ROWS, Aggregate.COUNT_VALUES):
-        return OutputType.BIGINT
-    column = output.column
-    if (
-        output.aggregate is Aggregate.SUM
-        and column is not None
-        and column.type is ColumnType.INTEGER
-        and grid_for(column).step == 1.0
-    ):
-        return OutputType.BIGINT
-    return OutputType.DOUBLE
+def _output_type(output: OutputSpec, plan: Plan) -> str:
+    if output.aggregate in (Aggregate.COUNT_ROWS, Aggregate.COUNT_VALUES, Aggregate.COUNT_UNITS):
+        return "BIGINT"
+    grid = plan._measurement(output.numerator).spec.grid
+    if output.aggregate is Aggregate.SUM and grid is not None and grid.step == 1.0:
+        return "BIGINT"
+    return "DOUBLE"
+
+
+def _canonical(value: object) -> object:
+    """A key value in a form that compares equal across engines and the policy's domain."""
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, (int, float, Decimal)):
+        return float(value)
+    if isinstance(value, (dt.date, dt.datetime)):
+        return value.isoformat()
+    return str(value)
 
 
 def _as_int(raw: object) -> int:

@@ -1,7 +1,6 @@
 """plan(sql, catalog, request) -> Plan: the rewriter's entry point. Pure: no I/O, no clock,
-no randomness.
-
-The passes, in order, each in its own module under ``rewriter.passes``, are listed in PASSES.
+no randomness. The passes, in order, each in its own module under ``rewriter.passes``, are
+listed in PASSES.
 """
 
 from __future__ import annotations
@@ -14,19 +13,30 @@ from rewriter.catalog import Catalog
 from rewriter.errors import Rejected
 from rewriter.mechanisms import DiscreteLaplace
 from rewriter.parse import parse_statement
+from rewriter.passes.aggregates import find_aggregates
 from rewriter.passes.bound_per_unit import bounded_query
+from rewriter.passes.check_joins import check_joins
 from rewriter.passes.check_predicate import check_predicate
 from rewriter.passes.check_shape import check_shape
+from rewriter.passes.group_keys import domain_cells, group_keys
 from rewriter.passes.measurements import plan_measurements
+from rewriter.passes.post_process import post_query
+from rewriter.passes.subqueries import expand_subqueries
 from rewriter.plan import Measurement, Plan
 
 Dialect = Literal["duckdb", "postgres"]
 
 PASSES = (
-    "check_shape: one protected table, aggregates only",
+    "subqueries: CTEs and FROM subqueries inlined (row-level) or made per-person tables",
+    "check_shape: one SELECT over one protected table",
     "check_predicate: WHERE is a row-level predicate over allowed expressions",
+    "check_joins: protected tables joined along the privacy unit; per-person row bounds",
+    "group_keys: GROUP BY keys and their public domains",
+    "aggregates: the aggregates, and the post-processing expressions over them",
     "measurements: integer measurements with per-unit bounds (fixed-point grid for reals)",
-    "bound_per_unit: per-unit partials, clamped, summed across units",
+    "bound_per_unit: per-unit partials, at most max_groups_per_unit groups per unit, clamped,"
+    " summed across units",
+    "post_process: select list, HAVING, ORDER BY, LIMIT over the released values",
 )
 
 
@@ -43,23 +53,38 @@ def plan(sql: str, catalog: Catalog, request: PlanRequest) -> Plan:
             sqlstate="22023",
             hint="SET dpproxy.epsilon = 0.5",
         )
-    tree = parse_statement(sql)
-    spec = check_shape(tree, catalog)
+    tree, catalog = expand_subqueries(parse_statement(sql), catalog)
+    shape = check_shape(tree, catalog)
     where = None
-    if spec.where is not None:
-        where = check_predicate(spec.where, spec.table, spec.reference)
-    specs, outputs = plan_measurements(spec)
+    if shape.where is not None:
+        where = check_predicate(shape.where, shape.scope)
+    joins = check_joins(shape)
+    keys = group_keys(shape)
+    aggregates, post = find_aggregates(shape, keys)
+    specs, outputs = plan_measurements(aggregates, joins.max_rows_per_unit)
+    groups = min(joins.max_groups_per_unit, len(domain_cells(keys))) if keys else 1
     share = request.epsilon / len(specs)
     measurements = tuple(
-        Measurement(s, DiscreteLaplace.for_epsilon(s.sensitivity, share), share) for s in specs
+        Measurement(s, DiscreteLaplace.for_epsilon(groups * s.unit_bound, share), share)
+        for s in specs
     )
-    query = bounded_query(spec.table, where, specs)
+    query = bounded_query(
+        shape.scope,
+        joins.joins,
+        where=where,
+        keys=keys,
+        measurements=specs,
+        max_groups=joins.max_groups_per_unit,
+    )
     return Plan(
         sql=query.sql(dialect=request.dialect),
         dialect=request.dialect,
-        table=spec.table.name,
+        table=shape.table.name,
+        keys=keys,
         measurements=measurements,
         outputs=outputs,
+        post_sql=post_query(post),
         epsilon=request.epsilon,
-        max_rows_per_unit=spec.table.policy.max_rows_per_unit,
+        max_rows_per_unit=joins.max_rows_per_unit,
+        max_groups_per_unit=groups,
     )

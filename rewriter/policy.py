@@ -25,6 +25,14 @@ class ColumnPolicy(BaseModel):
         default=None,
         description="Highest value used in SUM/AVG; larger values are clamped down to it.",
     )
+    domain: list[str | int | float | bool] | None = Field(
+        default=None,
+        description=(
+            "The public list of values this column can take. GROUP BY this column releases "
+            "every value of the list (empty groups included) and nothing else."
+        ),
+        max_length=10_000,
+    )
 
     @model_validator(mode="after")
     def _check_bounds(self) -> Self:
@@ -37,6 +45,11 @@ class ColumnPolicy(BaseModel):
                 raise ValueError(f"lower ({self.lower}) is greater than upper ({self.upper})")
             if max(abs(self.lower), abs(self.upper)) > 2.0**52:
                 raise ValueError("bounds must lie within ±2^52 so that sums stay exact")
+        if self.domain is not None:
+            if not self.domain:
+                raise ValueError("domain is empty; list the values or remove it")
+            if len(set(map(repr, self.domain))) != len(self.domain):
+                raise ValueError("domain lists a value twice")
         return self
 
     @property
@@ -67,6 +80,15 @@ class TablePolicy(BaseModel):
         description=(
             "How many rows of one person count at most: per-person partial counts and sums "
             "are clamped to this many rows' worth. 1 for one row per person."
+        ),
+    )
+    max_groups_per_unit: int = Field(
+        default=1,
+        ge=1,
+        le=10_000,
+        description=(
+            "In a GROUP BY, how many groups one person may contribute to; a person in more "
+            "groups keeps this many, chosen at random independently of the data."
         ),
     )
     columns: dict[str, ColumnPolicy] = Field(

@@ -41,8 +41,8 @@ class Backend(Protocol):
         """table -> column -> type, from the catalog only."""
         ...
 
-    async def fetch_one(self, sql: str, token: CancelToken) -> tuple[object, ...]:
-        """Run ``sql`` (produced by the rewriter) and return its single row."""
+    async def fetch_all(self, sql: str, token: CancelToken) -> list[tuple[object, ...]]:
+        """Run ``sql`` (produced by the rewriter) and return its rows."""
         ...
 
     async def close(self) -> None: ...

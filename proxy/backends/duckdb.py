@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -45,30 +47,44 @@ class DuckDBBackend:
             cursor.close()
         return group_columns([(str(t), str(c), str(d)) for t, c, d in rows])
 
-    async def fetch_one(self, sql: str, token: CancelToken) -> tuple[object, ...]:
+    async def fetch_all(self, sql: str, token: CancelToken) -> list[tuple[object, ...]]:
         cursor = self._connection.cursor()
-        token.bind(cursor.interrupt)
+        interrupt = functools.partial(_interrupt, cursor)
+        token.bind(interrupt)
         loop = asyncio.get_running_loop()
-        timer = loop.call_later(self._timeout, cursor.interrupt)
+        timer = loop.call_later(self._timeout, interrupt)
         try:
-            return await asyncio.to_thread(_run, cursor, sql)
+            return await asyncio.to_thread(_run, cursor, sql, token)
         except duckdb.InterruptException:
             if token.canceled:
                 raise QueryCanceled("canceled on request") from None
             raise BackendError(f"interrupted after {self._timeout} s (statement timeout)") from None
         except duckdb.Error as error:
             raise BackendError(f"DuckDB: {error}") from None
+        except asyncio.CancelledError:
+            interrupt()  # the task was cancelled: stop the thread's query too
+            raise
         finally:
             timer.cancel()
             token.bind(None)
-            cursor.close()
 
     async def close(self) -> None:
         self._connection.close()
 
 
-def _run(cursor: duckdb.DuckDBPyConnection, sql: str) -> tuple[object, ...]:
-    rows = cursor.execute(sql).fetchall()
-    if len(rows) != 1:
-        raise BackendError(f"expected one row, got {len(rows)}")
-    return tuple(rows[0])
+def _interrupt(cursor: duckdb.DuckDBPyConnection) -> None:
+    """Stop the cursor's query; thread-safe, and harmless once the cursor is closed."""
+    with contextlib.suppress(duckdb.Error):
+        cursor.interrupt()
+
+
+def _run(
+    cursor: duckdb.DuckDBPyConnection, sql: str, token: CancelToken
+) -> list[tuple[object, ...]]:
+    """In a worker thread; closes the cursor when done (it is not shared with the loop)."""
+    try:
+        if token.canceled:
+            raise QueryCanceled("canceled on request")
+        return [tuple(row) for row in cursor.execute(sql).fetchall()]
+    finally:
+        cursor.close()

@@ -1,9 +1,16 @@
-"""PostgreSQL backend: a small pool of read-only connections with a statement timeout."""
+"""PostgreSQL backend: a bounded pool of read-only connections with a statement timeout.
+
+At most ``pool_size`` connections exist; each runs in autocommit with
+``default_transaction_read_only=on`` and ``statement_timeout`` set at connect. Broken,
+failed or canceled connections are closed and replaced by new ones when next needed.
+Cancel uses psycopg's ``cancel_safe()`` in a task, never a blocking call on the loop.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+import logging
+from collections.abc import Callable, Mapping
 
 import psycopg
 
@@ -18,6 +25,8 @@ from rewriter.catalog import ColumnType
 from rewriter.planner import Dialect
 
 QUERY_CANCELED = "57014"
+CANCEL_TIMEOUT_SECONDS = 10.0
+logger = logging.getLogger("dpproxy.backends.postgres")
 
 
 class PostgresBackend:
@@ -29,6 +38,7 @@ class PostgresBackend:
         self._idle: asyncio.Queue[psycopg.AsyncConnection[tuple[object, ...]]] = asyncio.Queue()
         self._slots = asyncio.Semaphore(pool_size)
         self._all: set[psycopg.AsyncConnection[tuple[object, ...]]] = set()
+        self._cancels: set[asyncio.Task[None]] = set()
 
     async def _connect(self) -> psycopg.AsyncConnection[tuple[object, ...]]:
         try:
@@ -48,7 +58,7 @@ class PostgresBackend:
     async def _acquire(self) -> psycopg.AsyncConnection[tuple[object, ...]]:
         while not self._idle.empty():
             conn = self._idle.get_nowait()
-            if not conn.closed:
+            if not conn.closed and not conn.broken:
                 return conn
             self._all.discard(conn)
         return await self._connect()
@@ -65,28 +75,58 @@ class PostgresBackend:
             self._idle.put_nowait(conn)
         return group_columns([(str(t), str(c), str(d)) for t, c, d in rows])
 
-    async def fetch_one(self, sql: str, token: CancelToken) -> tuple[object, ...]:
+    async def fetch_all(self, sql: str, token: CancelToken) -> list[tuple[object, ...]]:
         async with self._slots:
             conn = await self._acquire()
-            token.bind(conn.cancel)
+            token.bind(self._canceller(conn))
+            reusable = False
             try:
+                if token.canceled:
+                    raise QueryCanceled("canceled on request")
                 cur = await conn.execute(sql.encode())
                 rows = await cur.fetchall()
+                reusable = True
             except psycopg.Error as error:
-                await self._discard(conn)
                 if error.sqlstate == QUERY_CANCELED and token.canceled:
                     raise QueryCanceled("canceled on request") from None
                 raise BackendError(f"PostgreSQL: {error}") from None
             finally:
                 token.bind(None)
-            self._idle.put_nowait(conn)
-        if len(rows) != 1:
-            raise BackendError(f"expected one row, got {len(rows)}")
-        return tuple(rows[0])
+                # A connection whose query was canceled, failed or abandoned is closed: a
+                # late cancel must never reach the next query on it.
+                if reusable and not token.canceled and not conn.broken:
+                    self._idle.put_nowait(conn)
+                else:
+                    await self._discard(conn)
+        return [tuple(row) for row in rows]
+
+    def _canceller(self, conn: psycopg.AsyncConnection[tuple[object, ...]]) -> Callable[[], None]:
+        """A callable (safe from any thread) that asks PostgreSQL to cancel ``conn``'s
+        query with psycopg's non-blocking cancel_safe()."""
+        loop = asyncio.get_running_loop()
+
+        def start() -> None:
+            task = loop.create_task(self._cancel(conn))
+            self._cancels.add(task)
+            task.add_done_callback(self._cancels.discard)
+
+        def cancel() -> None:
+            loop.call_soon_threadsafe(start)
+
+        return cancel
+
+    async def _cancel(self, conn: psycopg.AsyncConnection[tuple[object, ...]]) -> None:
+        try:
+            await conn.cancel_safe(timeout=CANCEL_TIMEOUT_SECONDS)
+        except psycopg.Error as error:
+            logger.warning("cancelling a PostgreSQL query failed: %s", error)
 
     async def _discard(self, conn: psycopg.AsyncConnection[tuple[object, ...]]) -> None:
         self._all.discard(conn)
-        await conn.close()
+        try:
+            await conn.close()
+        except psycopg.Error as error:
+            logger.warning("closing a PostgreSQL connection failed: %s", error)
 
     async def close(self) -> None:
         for conn in list(self._all):

@@ -406,6 +406,8 @@ def _cstr(text: str) -> bytes:
 
 SSL_REFUSED = b"N"
 """The single byte answering SSLRequest and GSSENCRequest: not supported."""
+SSL_ACCEPTED = b"S"
+"""The single byte answering SSLRequest when TLS is configured: the handshake follows."""
 
 AUTHENTICATION_OK = _msg(b"R", _INT32.pack(0))
 PARSE_COMPLETE = _msg(b"1", b"")
@@ -456,14 +458,18 @@ def ready_for_query(status: bytes) -> bytes:
         raise ValueError(f"invalid transaction status {status!r}") from None
 
 
-def row_description(columns: Iterable[tuple[str, int, int, int]]) -> bytes:
-    """Columns as (name, type_oid, type_size, type_modifier); always text format."""
+def row_description(
+    columns: Iterable[tuple[str, int, int, int]], formats: Sequence[int] = ()
+) -> bytes:
+    """Columns as (name, type_oid, type_size, type_modifier); ``formats`` gives each
+    column's format code (0 text, 1 binary), all text when empty."""
     parts: list[bytes] = []
     count = 0
     for name, type_oid, type_size, type_modifier in columns:
+        fmt = formats[count] if formats else 0
         count += 1
         parts.append(_cstr(name))
-        parts.append(struct.pack("!ihIhih", 0, 0, type_oid, type_size, type_modifier, 0))
+        parts.append(struct.pack("!ihIhih", 0, 0, type_oid, type_size, type_modifier, fmt))
     return _msg(b"T", _INT16.pack(count) + b"".join(parts))
 
 
@@ -478,6 +484,23 @@ def data_row(values: Sequence[str | None]) -> bytes:
             data = value.encode("utf-8")
             parts.append(pack(len(data)))
             parts.append(data)
+    parts[0] = b"D" + pack(sum(len(p) for p in parts) + 6) + _INT16.pack(len(values))
+    return b"".join(parts)
+
+
+RowEncoder = Callable[[tuple[str | None, ...]], bytes]
+
+
+def data_row_bytes(values: Sequence[bytes | None]) -> bytes:
+    """One row of already-encoded values (text or binary); None is SQL NULL."""
+    parts = [b""]
+    pack = _INT32.pack
+    for value in values:
+        if value is None:
+            parts.append(b"\xff\xff\xff\xff")
+        else:
+            parts.append(pack(len(value)))
+            parts.append(value)
     parts[0] = b"D" + pack(sum(len(p) for p in parts) + 6) + _INT16.pack(len(values))
     return b"".join(parts)
 

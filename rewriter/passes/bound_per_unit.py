@@ -1,97 +1,202 @@
-"""Pass 4: write the bounded SQL that the database runs.
+"""Pass 6: write the bounded SQL that the database runs.
 
-Per privacy unit first: the inner query groups the table's rows (after the WHERE) by the
-unit and computes each measurement's partial: COUNT of rows or values, SUM of values
-clamped to their bounds on the integer grid (NaN and infinities become NULL before
-clamping, and are not counted). The outer query clamps every partial to the per-unit
-limits and sums across units. The result is one row of exact integers, one column per measurement.
+Per privacy unit first: the innermost query groups the rows (after the WHERE) by unit and
+GROUP BY keys and computes each measurement's partial: COUNT of rows or values, 1 for the
+unit, SUM of values clamped to their bounds on the integer grid. Columns are cleaned before
+use: NaN and infinities become NULL, numeric values are clamped to their declared bounds.
+With GROUP BY, each unit keeps at most ``max_groups_per_unit`` groups, chosen at random
+(independently of the data). The outer query clamps every partial to the per-unit limits
+and sums across units, per group. The result: one row per group present, with the keys and
+one exact integer per measurement.
 """
 
 from __future__ import annotations
 
 from sqlglot import exp
 
-from rewriter.catalog import ColumnInfo, ColumnType, TableInfo
-from rewriter.passes.check_predicate import TABLE_ALIAS
-from rewriter.passes.measurements import Grid, MeasureKind, MeasurementSpec
+from rewriter.catalog import ColumnType
+from rewriter.passes.check_joins import ResolvedJoin
+from rewriter.passes.group_keys import GroupKey
+from rewriter.passes.measurements import MeasureKind, MeasurementSpec
+from rewriter.scope import Scope, Source
 
 UNIT_ALIAS = "u"
+RANKED_ALIAS = "r"
 UNIT_COLUMN = "unit_id"
+RANK_COLUMN = "group_rank"
+RANDOM_COLUMN = "group_draw"
 LARGEST_DOUBLE = "1.7976931348623157e308"
 REAL_TYPES = (ColumnType.FLOAT, ColumnType.DECIMAL)
 
 
 def bounded_query(
-    table: TableInfo,
+    scope: Scope,
+    joins: tuple[ResolvedJoin, ...],
+    *,
     where: exp.Expr | None,
+    keys: tuple[GroupKey, ...],
     measurements: tuple[MeasurementSpec, ...],
+    max_groups: int,
 ) -> exp.Select:
-    unit = table.privacy_unit
+    driver = scope.driver
+    unit = driver.table.privacy_unit
     if unit is None:
-        raise ValueError(f"table {table.name} has no privacy unit")
-    unit_ref = _col(unit.name, TABLE_ALIAS)
+        raise ValueError(f"table {driver.table.name} has no privacy unit")
+    unit_ref = _col(unit.name, driver.alias)
     inner = exp.select(exp.alias_(unit_ref.copy(), UNIT_COLUMN, quoted=True))
+    for key in keys:
+        inner = inner.select(exp.alias_(key.expression.copy(), key.name, quoted=True), copy=False)
     for m in measurements:
-        inner = inner.select(exp.alias_(_partial(m), m.key, quoted=True), copy=False)
-    inner = inner.from_(
-        exp.Table(
-            this=exp.to_identifier(table.name, quoted=True),
-            db=exp.to_identifier(table.schema, quoted=True),
-            alias=exp.TableAlias(this=exp.to_identifier(TABLE_ALIAS, quoted=True)),
-        ),
-        copy=False,
-    )
-    unit_present = exp.Not(this=exp.Is(this=unit_ref.copy(), expression=exp.Null()))
-    condition: exp.Expr = unit_present
-    if where is not None:
-        condition = exp.and_(exp.Paren(this=where.copy()), unit_present)
-    inner = inner.where(condition, copy=False).group_by(unit_ref.copy(), copy=False)
-
-    outer = exp.select(
-        *(
-            exp.alias_(
-                exp.func(
-                    "COALESCE",
-                    exp.Sum(this=_clamp(_col(m.key, UNIT_ALIAS), m.unit_lower, m.unit_upper)),
-                    exp.Literal.number(0),
-                ),
-                m.key,
-                quoted=True,
-            )
-            for m in measurements
+        inner = inner.select(exp.alias_(_partial(m, scope), m.key, quoted=True), copy=False)
+    if keys:
+        # A random draw per (unit, group), independent of the data, to choose the groups.
+        inner = inner.select(exp.alias_(exp.Rand(), RANDOM_COLUMN, quoted=True), copy=False)
+    inner = inner.from_(_table(scope.sources[0]), copy=False)
+    for join in joins:
+        inner = inner.join(
+            _table(join.source), on=join.on.copy(), join_type=join.kind.upper(), copy=False
         )
+    conditions: list[exp.Expr] = []
+    if where is not None:
+        conditions.append(exp.Paren(this=where.copy()))
+    conditions.extend(_in_domain(key) for key in keys)
+    conditions.append(exp.Not(this=exp.Is(this=unit_ref.copy(), expression=exp.Null())))
+    inner = inner.where(exp.and_(*conditions), copy=False)
+    inner = inner.group_by(unit_ref.copy(), *(k.expression.copy() for k in keys), copy=False)
+
+    source: exp.Expr = exp.alias_(inner.subquery(), UNIT_ALIAS, quoted=True)
+    per_unit = UNIT_ALIAS
+    if keys:
+        # Each unit keeps at most max_groups of its groups, chosen at random.
+        rank = exp.Window(
+            this=exp.RowNumber(),
+            partition_by=[_col(UNIT_COLUMN, UNIT_ALIAS)],
+            order=exp.Order(expressions=[exp.Ordered(this=_col(RANDOM_COLUMN, UNIT_ALIAS))]),
+        )
+        ranked = exp.select(exp.Star(), exp.alias_(rank, RANK_COLUMN, quoted=True)).from_(
+            source, copy=False
+        )
+        per_unit = RANKED_ALIAS
+        source = exp.alias_(ranked.subquery(), RANKED_ALIAS, quoted=True)
+
+    outer = exp.select(*(_col(k.name, per_unit) for k in keys))
+    for m in measurements:
+        total = exp.Sum(this=_clamp(_col(m.key, per_unit), m.unit_lower, m.unit_upper))
+        outer = outer.select(
+            exp.alias_(exp.func("COALESCE", total, exp.Literal.number(0)), m.key, quoted=True),
+            copy=False,
+        )
+    outer = outer.from_(source, copy=False)
+    if keys:
+        outer = outer.where(
+            exp.LTE(this=_col(RANK_COLUMN, per_unit), expression=exp.Literal.number(max_groups)),
+            copy=False,
+        ).group_by(*(_col(k.name, per_unit) for k in keys), copy=False)
+    return outer
+
+
+def _in_domain(key: GroupKey) -> exp.Expr:
+    values = [v for v in key.domain if v is not None]
+    listed = exp.In(this=key.expression.copy(), expressions=[_literal(v) for v in values])
+    if None in key.domain:
+        return exp.Paren(
+            this=exp.or_(listed, exp.Is(this=key.expression.copy(), expression=exp.Null()))
+        )
+    return listed
+
+
+def _literal(value: str | int | float | bool) -> exp.Expr:
+    if isinstance(value, bool):
+        return exp.Boolean(this=value)
+    if isinstance(value, str):
+        return exp.Literal.string(value)
+    literal = exp.Literal.number(repr(abs(value)) if isinstance(value, float) else abs(value))
+    return exp.Neg(this=literal) if value < 0 else literal
+
+
+def _table(source: Source) -> exp.Expr:
+    if source.table.derived is not None:
+        return exp.Subquery(
+            this=source.table.derived.copy(),
+            alias=exp.TableAlias(this=exp.to_identifier(source.alias, quoted=True)),
+        )
+    return exp.Table(
+        this=exp.to_identifier(source.table.name, quoted=True),
+        db=exp.to_identifier(source.table.schema, quoted=True),
+        alias=exp.TableAlias(this=exp.to_identifier(source.alias, quoted=True)),
     )
-    return outer.from_(exp.alias_(inner.subquery(), UNIT_ALIAS, quoted=True), copy=False)
 
 
-def _partial(m: MeasurementSpec) -> exp.Expr:
+def _partial(m: MeasurementSpec, scope: Scope) -> exp.Expr:
+    condition = m.filter
+    if m.kind is MeasureKind.UNITS:
+        if condition is None:
+            return exp.Literal.number(1)
+        return exp.Max(this=_when(condition, exp.Literal.number(1), exp.Literal.number(0)))
     if m.kind is MeasureKind.COUNT:
-        if m.column is None:
-            return exp.Count(this=exp.Star())
-        value = _col(m.column.name, TABLE_ALIAS)
-        if m.column.type in REAL_TYPES:
-            # NaN and infinities count as NULL, as they do in sums.
-            return exp.Count(
-                this=exp.Case(ifs=[exp.If(this=_finite(value), true=exp.Literal.number(1))])
-            )
-        return exp.Count(this=value)
-    if m.column is None or m.grid is None:
-        raise ValueError("a sum measurement needs a column and a grid")
-    return exp.Sum(this=on_grid(m.column, m.grid))
+        if m.argument is None:
+            if condition is None:
+                return exp.Count(this=exp.Star())
+            return exp.Count(this=_when(condition, exp.Literal.number(1)))
+        value = clean(m.argument, scope)
+        return exp.Count(this=value if condition is None else _when(condition, value))
+    if m.argument is None or m.grid is None or m.bounds is None:
+        raise ValueError("a sum measurement needs an argument and a grid")
+    value = on_grid(clean(m.argument, scope), m)
+    return exp.Sum(this=value if condition is None else _when(condition, value))
 
 
-def on_grid(column: ColumnInfo, grid: Grid) -> exp.Expr:
-    """The column's value clamped to its bounds, as an integer number of grid steps."""
-    value = _col(column.name, TABLE_ALIAS)
-    if column.type is ColumnType.INTEGER and grid.step == 1.0:
-        return _clamp(exp.cast(value, exp.DataType.Type.BIGINT), grid.lower, grid.upper)
-    as_double = exp.cast(value, exp.DataType.Type.DOUBLE)
-    clamped = _clamp_real(as_double.copy(), grid.lower * grid.step, grid.upper * grid.step)
-    scaled = exp.Mul(this=clamped, expression=_number(1.0 / grid.step))
-    steps = _clamp(
-        exp.cast(exp.Round(this=scaled), exp.DataType.Type.BIGINT), grid.lower, grid.upper
-    )
-    return exp.Case(ifs=[exp.If(this=_finite(value), true=steps)])
+def clean(expression: exp.Expr, scope: Scope) -> exp.Expr:
+    """The expression with its columns cleaned: NaN/±infinity as NULL, numbers clamped."""
+
+    def replace(node: exp.Expr) -> exp.Expr:
+        if not isinstance(node, exp.Column):
+            return node
+        info = scope.info(node)
+        value: exp.Expr = node.copy()
+        bounds = info.policy.bounds
+        if bounds is not None and info.type is ColumnType.INTEGER:
+            if all(float(b).is_integer() for b in bounds):
+                clamped = _clamp(value, int(bounds[0]), int(bounds[1]))
+            else:
+                clamped = _clamp_real(value, bounds[0], bounds[1])
+            return _when(_present(node), clamped)
+        if info.type in REAL_TYPES:
+            if bounds is not None:
+                value = _clamp_real(exp.cast(value, exp.DataType.Type.DOUBLE), *bounds)
+            return _when(_finite(node), value)
+        return value
+
+    return expression.copy().transform(replace)
+
+
+def on_grid(value: exp.Expr, m: MeasurementSpec) -> exp.Expr:
+    """The value clamped to its bounds, as an integer number of grid steps."""
+    if m.grid is None or m.bounds is None:
+        raise ValueError("no grid")
+    grid = m.grid
+    if grid.step == 1.0 and m.bounds.integer:
+        steps = _clamp(exp.cast(value.copy(), exp.DataType.Type.BIGINT), grid.lower, grid.upper)
+    else:
+        as_double = exp.cast(value.copy(), exp.DataType.Type.DOUBLE)
+        clamped = _clamp_real(as_double, grid.lower * grid.step, grid.upper * grid.step)
+        scaled = exp.Mul(this=clamped, expression=_number(1.0 / grid.step))
+        steps = _clamp(
+            exp.cast(exp.Round(this=scaled), exp.DataType.Type.BIGINT), grid.lower, grid.upper
+        )
+    # GREATEST and LEAST skip NULLs: without this, a NULL would count as the lower bound.
+    return _when(_present(value), steps)
+
+
+def _present(value: exp.Expr) -> exp.Expr:
+    return exp.Not(this=exp.Is(this=value.copy(), expression=exp.Null()))
+
+
+def _when(condition: exp.Expr, value: exp.Expr, otherwise: exp.Expr | None = None) -> exp.Expr:
+    case = exp.Case(ifs=[exp.If(this=condition.copy(), true=value)])
+    if otherwise is not None:
+        case.set("default", otherwise)
+    return case
 
 
 def _finite(value: exp.Expr) -> exp.Expr:
@@ -117,7 +222,7 @@ def _integer(value: int) -> exp.Expr:
 
 
 def _number(value: float) -> exp.Expr:
-    literal = exp.Literal.number(repr(abs(value)))
+    literal = exp.Literal.number(repr(abs(float(value))))
     return exp.Neg(this=literal) if value < 0 else literal
 
 

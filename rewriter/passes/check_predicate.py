@@ -1,18 +1,18 @@
-"""Pass 2: check the WHERE clause is a row-level predicate and resolve its columns.
+"""Pass 2: check row-level expressions and resolve their columns.
 
-Only an allowlist of deterministic, side-effect-free expressions passes; every column
-reference is replaced by a quoted reference to the table's own column (alias ``t``), so
-the generated SQL never carries an identifier the analyst spelled.
+WHERE conditions, GROUP BY keys, aggregate arguments and FILTER conditions are row-level
+expressions over the query's tables. Only an allowlist of deterministic, side-effect-free
+expressions passes; every column reference is replaced by a quoted reference to its
+table's column under a generated alias (``t0``, ``t1``, …), so the generated SQL never
+carries an identifier the analyst spelled.
 """
 
 from __future__ import annotations
 
 from sqlglot import exp
 
-from rewriter.catalog import TableInfo
 from rewriter.errors import Rejected
-
-TABLE_ALIAS = "t"
+from rewriter.scope import Scope
 
 _STRUCTURE = (
     exp.And,
@@ -49,6 +49,8 @@ _STRUCTURE = (
     exp.Var,
     exp.Interval,
     exp.Tuple,
+    exp.Case,
+    exp.If,
 )
 _FUNCTIONS = (
     exp.Lower,
@@ -63,6 +65,17 @@ _FUNCTIONS = (
     exp.Ceil,
     exp.Substring,
     exp.Sign,
+    exp.Greatest,
+    exp.Least,
+    exp.DateTrunc,
+    exp.TimestampTrunc,
+    exp.WidthBucket,
+)
+# Functions that one engine lacks are rewritten into portable SQL after resolution.
+
+ALLOWED_FUNCTIONS = (
+    "lower, upper, abs, coalesce, length, trim, extract, round, floor, ceil, substring, sign, "
+    "greatest, least, date_trunc, width_bucket"
 )
 _CAST_TYPES = frozenset(
     {
@@ -81,46 +94,85 @@ _CAST_TYPES = frozenset(
 )
 
 
-def check_predicate(predicate: exp.Expr, table: TableInfo, reference: str) -> exp.Expr:
+def check_predicate(predicate: exp.Expr, scope: Scope, where: str = "WHERE") -> exp.Expr:
     """Return a copy of ``predicate`` with resolved columns, or raise Rejected."""
     for node in predicate.walk():
-        _check_node(node)
-    resolved = predicate.copy()
-    for column in list(resolved.find_all(exp.Column)):
-        column.replace(_resolve(column, table, reference))
-    return resolved
+        _check_node(node, where)
+
+    def resolve(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.Column):
+            return scope.resolve(node, where)
+        return node
+
+    # Columns first, then portability rewrites (which copy resolved sub-expressions).
+    return predicate.copy().transform(resolve).transform(_portable)
 
 
-def _check_node(node: exp.Expr) -> None:
-    if isinstance(node, exp.In) and (node.args.get("query") or node.args.get("unnest")):
-        raise Rejected("subqueries in WHERE are not supported yet")
+def _portable(node: exp.Expr) -> exp.Expr:
+    if isinstance(node, exp.WidthBucket):
+        return width_bucket_case(node)
+    return node
+
+
+def width_bucket_case(node: exp.WidthBucket) -> exp.Expr:
+    """width_bucket(x, lo, hi, n) with constant lo < hi and n, as CASE arithmetic."""
+    args = [node.args.get(k) for k in ("min_value", "max_value", "num_buckets")]
+    numbers = []
+    for arg in args:
+        value = arg.this if isinstance(arg, exp.Neg) else arg
+        if not (isinstance(value, exp.Literal) and not value.is_string):
+            raise Rejected("width_bucket(x, lo, hi, n) needs constant lo, hi and n")
+        numbers.append(-float(value.this) if isinstance(arg, exp.Neg) else float(value.this))
+    low, high, count = numbers
+    if not (low < high and count.is_integer() and 0 < count <= 10_000):
+        raise Rejected("width_bucket(x, lo, hi, n) needs lo < hi and 1 <= n <= 10000")
+    x = exp.cast(node.this.copy(), exp.DataType.Type.DOUBLE)
+    low_l, high_l = exp.Literal.number(repr(low)), exp.Literal.number(repr(high))
+    offset = exp.Paren(this=exp.Sub(this=x.copy(), expression=low_l.copy()))
+    scaled = exp.Paren(this=exp.Mul(this=offset, expression=exp.Literal.number(int(count))))
+    inside = exp.Add(
+        this=exp.Floor(this=exp.Div(this=scaled, expression=exp.Literal.number(repr(high - low)))),
+        expression=exp.Literal.number(1),
+    )
+    return exp.cast(
+        exp.Case(
+            ifs=[
+                exp.If(this=exp.LT(this=x.copy(), expression=low_l), true=exp.Literal.number(0)),
+                exp.If(
+                    this=exp.GTE(this=x.copy(), expression=high_l),
+                    true=exp.Literal.number(int(count) + 1),
+                ),
+            ],
+            default=inside,
+        ),
+        exp.DataType.Type.BIGINT,
+    )
+
+
+def allowed_node(node: exp.Expr) -> bool:
+    """An expression node of the allowlist (structure, operators, functions)."""
     if isinstance(node, exp.Cast) and node.to.this not in _CAST_TYPES:
-        raise Rejected(f"casting to {node.to.sql(dialect='postgres')} is not supported in WHERE")
+        return False
+    return isinstance(node, _STRUCTURE + _FUNCTIONS)
+
+
+def _check_node(node: exp.Expr, where: str) -> None:
+    if isinstance(node, exp.In) and (node.args.get("query") or node.args.get("unnest")):
+        raise Rejected(f"subqueries in {where} are not supported yet")
+    if isinstance(node, exp.Cast) and node.to.this not in _CAST_TYPES:
+        raise Rejected(f"casting to {node.to.sql(dialect='postgres')} is not supported in {where}")
     if isinstance(node, exp.Column) and not isinstance(node.this, exp.Identifier):
-        raise Rejected("WHERE may refer to columns by name only")
+        raise Rejected(f"{where} may refer to columns by name only")
     if isinstance(node, _STRUCTURE + _FUNCTIONS):
         return
     if isinstance(node, exp.AggFunc):
-        raise Rejected("aggregates are not allowed in WHERE", sqlstate="42803")
+        raise Rejected(f"aggregates are not allowed in {where}", sqlstate="42803")
     if isinstance(node, (exp.Subquery, exp.Select, exp.Exists)):
-        raise Rejected("subqueries in WHERE are not supported yet")
+        raise Rejected(f"subqueries in {where} are not supported yet")
     if isinstance(node, exp.Func):
         name = node.sql_name() if not isinstance(node, exp.Anonymous) else str(node.this)
         raise Rejected(
-            f"function {name.lower()}() is not allowed in WHERE",
-            hint=(
-                "allowed functions: lower, upper, abs, coalesce, length, trim, extract, "
-                "round, floor, ceil, substring, sign"
-            ),
+            f"function {name.lower()}() is not allowed in {where}",
+            hint=f"allowed functions: {ALLOWED_FUNCTIONS}",
         )
-    raise Rejected(f"{node.key.upper()} is not allowed in WHERE")
-
-
-def _resolve(column: exp.Column, table: TableInfo, reference: str) -> exp.Column:
-    if column.args.get("db") is not None or column.args.get("catalog") is not None:
-        raise Rejected("schema-qualified column references are not supported in WHERE")
-    qualifier = column.table
-    if qualifier and qualifier.lower() != reference.lower():
-        raise Rejected(f'missing FROM-clause entry for table "{qualifier}"', sqlstate="42P01")
-    info = table.column(column.name)
-    return exp.column(info.name, table=TABLE_ALIAS, quoted=True)
+    raise Rejected(f"{node.key.upper()} is not allowed in {where}")

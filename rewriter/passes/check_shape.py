@@ -1,53 +1,41 @@
-"""Pass 1: check the statement's shape and resolve its table and aggregates.
+"""Pass 1: check the statement's shape: one SELECT over protected and public tables.
 
-Produces a :class:`QuerySpec`: one protected table, a list of aggregates over its columns
-and an optional row-level WHERE (checked by ``passes.check_predicate``).
+Produces a :class:`QueryShape` holding the parts later passes rewrite: the tables and
+joins, the select list, WHERE, GROUP BY, HAVING, ORDER BY, LIMIT and OFFSET.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
 
 from sqlglot import exp
 
-from rewriter.catalog import Catalog, ColumnInfo, TableInfo
+from rewriter.catalog import Catalog, TableInfo
 from rewriter.errors import Rejected
-
-
-class Aggregate(Enum):
-    """What one output column asks for."""
-
-    COUNT_ROWS = "COUNT(*)"
-    COUNT_VALUES = "COUNT(col)"
-    SUM = "SUM(col)"
-    AVG = "AVG(col)"
+from rewriter.scope import Join, Scope, Source
 
 
 @dataclass(frozen=True)
-class OutputRequest:
-    name: str
-    aggregate: Aggregate
-    column: ColumnInfo | None
-
-
-@dataclass(frozen=True)
-class QuerySpec:
-    table: TableInfo
-    reference: str  # the name or alias the query uses for the table
-    outputs: tuple[OutputRequest, ...]
+class QueryShape:
+    scope: Scope
+    joins: tuple[Join, ...]
+    select: tuple[exp.Expr, ...]
     where: exp.Expr | None
+    group: tuple[exp.Expr, ...]
+    having: exp.Expr | None
+    order: exp.Order | None
+    limit: exp.Expr | None
+    offset: exp.Expr | None
+
+    @property
+    def table(self) -> TableInfo:
+        """The protected table whose privacy unit identifies the persons."""
+        return self.scope.driver.table
 
 
 _CLAUSE_NAMES = {
     "with": "WITH (common table expressions)",
     "with_": "WITH (common table expressions)",
-    "joins": "JOIN",
-    "group": "GROUP BY",
-    "having": "HAVING",
-    "order": "ORDER BY",
-    "limit": "LIMIT",
-    "offset": "OFFSET",
     "distinct": "SELECT DISTINCT",
     "windows": "WINDOW",
     "qualify": "QUALIFY",
@@ -69,10 +57,23 @@ _CLAUSE_NAMES = {
     "options": "query options",
     "hint": "optimizer hints",
 }
-_ALLOWED_ARGS = frozenset({"expressions", "from", "from_", "where"})
+_ALLOWED_ARGS = frozenset(
+    {
+        "expressions",
+        "from",
+        "from_",
+        "joins",
+        "where",
+        "group",
+        "having",
+        "order",
+        "limit",
+        "offset",
+    }
+)
 
 
-def check_shape(tree: exp.Expr, catalog: Catalog) -> QuerySpec:
+def check_shape(tree: exp.Expr, catalog: Catalog) -> QueryShape:
     if not isinstance(tree, exp.Select):
         raise Rejected(_statement_message(tree))
     for key, value in tree.args.items():
@@ -80,116 +81,119 @@ def check_shape(tree: exp.Expr, catalog: Catalog) -> QuerySpec:
             continue
         clause = _CLAUSE_NAMES.get(key, key.upper())
         raise Rejected(f"{clause} is not supported yet")
-    table, reference = _resolve_table(tree, catalog)
-    outputs = tuple(_output(item, table, reference) for item in tree.expressions)
+    scope, joins = _sources(tree, catalog)
+    table = scope.driver.table
+    for item in tree.expressions:
+        if isinstance(item, exp.Star) or (
+            isinstance(item, exp.Column) and isinstance(item.this, exp.Star)
+        ):
+            raise Rejected(
+                "SELECT * would return individual rows; dpproxy answers aggregates only",
+                hint="ask for an aggregate, e.g. SELECT COUNT(*) FROM " + table.name,
+            )
     where = tree.args.get("where")
-    return QuerySpec(
-        table=table,
-        reference=reference,
-        outputs=outputs,
+    group = tree.args.get("group")
+    having = tree.args.get("having")
+    order = tree.args.get("order")
+    limit = tree.args.get("limit")
+    offset = tree.args.get("offset")
+    if isinstance(group, exp.Group) and any(
+        group.args.get(k) for k in ("grouping_sets", "cube", "rollup")
+    ):
+        raise Rejected("GROUPING SETS, CUBE and ROLLUP are not supported yet")
+    return QueryShape(
+        scope=scope,
+        joins=joins,
+        select=tuple(tree.expressions),
         where=where.this if isinstance(where, exp.Where) else None,
+        group=tuple(group.expressions) if isinstance(group, exp.Group) else (),
+        having=having.this if isinstance(having, exp.Having) else None,
+        order=order if isinstance(order, exp.Order) else None,
+        limit=limit.expression if isinstance(limit, exp.Limit) else None,
+        offset=offset.expression if isinstance(offset, exp.Offset) else None,
     )
 
 
 def _statement_message(tree: exp.Expr) -> str:
     if isinstance(tree, (exp.Union, exp.Intersect, exp.Except)):
         return "UNION, INTERSECT and EXCEPT are not supported"
-    if isinstance(
-        tree,
-        (
-            exp.Insert,
-            exp.Update,
-            exp.Delete,
-            exp.Merge,
-            exp.Create,
-            exp.Drop,
-            exp.Alter,
-            exp.Copy,
-            exp.TruncateTable,
-        ),
-    ):
+    writes = (
+        exp.Insert,
+        exp.Update,
+        exp.Delete,
+        exp.Merge,
+        exp.Create,
+        exp.Drop,
+        exp.Alter,
+        exp.Copy,
+        exp.TruncateTable,
+    )
+    if isinstance(tree, writes):
         return "dpproxy is read-only: it answers SELECT queries with aggregates only"
-    kind = tree.key.upper() if isinstance(tree, exp.Expr) else type(tree).__name__
+    kind = tree.key.upper()
     if isinstance(tree, exp.Command):
         kind = str(tree.this).upper()
     return f"{kind} statements are not supported"
 
 
-def _resolve_table(tree: exp.Select, catalog: Catalog) -> tuple[TableInfo, str]:
+def _sources(tree: exp.Select, catalog: Catalog) -> tuple[Scope, tuple[Join, ...]]:
     source = tree.args.get("from") or tree.args.get("from_")
     if not isinstance(source, exp.From):
-        raise Rejected("a query must read FROM one protected table")
-    node = source.this
+        raise Rejected("a query must read FROM a protected table")
+    sources = [_source(source.this, catalog, 0)]
+    joins = []
+    for index, join in enumerate(tree.args.get("joins") or [], start=1):
+        joined = _source(join.this, catalog, index)
+        joins.append(Join(joined, _join_kind(join, joined), _join_condition(join, sources, joined)))
+        sources.append(joined)
+    references = [s.reference.lower() for s in sources]
+    if len(set(references)) != len(references):
+        raise Rejected("a table name is used twice; give each an alias", sqlstate="42712")
+    return Scope(tuple(sources)), tuple(joins)
+
+
+def _source(node: exp.Expr, catalog: Catalog, index: int) -> Source:
     if not isinstance(node, exp.Table) or not isinstance(node.this, exp.Identifier):
         raise Rejected("FROM must name a table; subqueries and table functions are not supported")
     if node.args.get("catalog") is not None:
         raise Rejected("database-qualified table names are not supported", sqlstate="42P01")
     db = node.args.get("db")
     table = catalog.table(node.name, db.name if isinstance(db, exp.Identifier) else None)
-    if table.policy.public:
-        raise Rejected(
-            f'"{table.name}" is a public lookup table; aggregate a protected table instead',
-            hint="joins with public tables are not supported yet",
-        )
     alias = node.args.get("alias")
     reference = alias.name if isinstance(alias, exp.TableAlias) and alias.name else node.name
-    return table, reference
+    return Source(table, reference, f"t{index}")
 
 
-def _output(item: exp.Expr, table: TableInfo, reference: str) -> OutputRequest:
-    name: str | None = None
-    if isinstance(item, exp.Alias):
-        name = item.alias
-        item = item.this
-    if isinstance(item, exp.Star):
-        raise Rejected(
-            "SELECT * would return individual rows; dpproxy answers aggregates only",
-            hint="ask for an aggregate, e.g. SELECT COUNT(*) FROM " + table.name,
-        )
-    if isinstance(item, exp.Count):
-        arg = item.this
-        if isinstance(arg, exp.Star):
-            return OutputRequest(name or "count", Aggregate.COUNT_ROWS, None)
-        if isinstance(arg, exp.Distinct):
-            raise Rejected("COUNT(DISTINCT ...) is not supported yet")
-        return OutputRequest(
-            name or "count", Aggregate.COUNT_VALUES, _column(arg, table, reference, "COUNT")
-        )
-    if isinstance(item, (exp.Sum, exp.Avg)):
-        which = Aggregate.SUM if isinstance(item, exp.Sum) else Aggregate.AVG
-        label = "SUM" if which is Aggregate.SUM else "AVG"
-        column = _column(item.this, table, reference, label)
-        if not column.type.numeric:
+def _join_kind(join: exp.Join, joined: Source) -> str:
+    side = (join.side or "").upper()
+    kind = (join.kind or "").upper()
+    if kind in ("CROSS", "NATURAL") or join.args.get("method"):
+        raise Rejected(f"{kind or 'this'} JOIN is not supported; use JOIN … ON")
+    if not side and kind in ("", "INNER"):
+        return "inner"
+    if side == "LEFT":
+        if not joined.table.policy.public:
             raise Rejected(
-                f'{label}({column.name}): column "{column.name}" is {column.type.value}, '
-                "not numeric",
-                sqlstate="42883",
-                hint=f"{label} needs a numeric column",
+                "LEFT JOIN is supported only with a public lookup table on the right",
+                hint="use an inner JOIN between protected tables",
             )
-        if column.policy.bounds is None:
-            raise Rejected(
-                f'{label}({column.name}) needs bounds for "{column.name}", and the policy of '
-                f'table "{table.name}" declares none',
-                hint=(
-                    f"ask an admin to declare [tables.{table.name}.columns.{column.name}] "
-                    "lower and upper in the configuration"
-                ),
-            )
-        return OutputRequest(name or label.lower(), which, column)
-    if isinstance(item, exp.AggFunc):
-        raise Rejected(f"the aggregate {item.sql(dialect='postgres')} is not supported yet")
-    raise Rejected(
-        f"SELECT item {item.sql(dialect='postgres')} is not an aggregate; dpproxy releases "
-        "aggregates only"
-    )
+        return "left"
+    raise Rejected(f"{side} JOIN is not supported; use JOIN or LEFT JOIN <public table>")
 
 
-def _column(arg: exp.Expr, table: TableInfo, reference: str, label: str) -> ColumnInfo:
-    if not isinstance(arg, exp.Column) or not isinstance(arg.this, exp.Identifier):
-        raise Rejected(
-            f"{label} takes a column name; expressions inside aggregates are not supported yet"
-        )
-    qualifier = arg.table
-    if qualifier and qualifier.lower() != reference.lower():
-        raise Rejected(f'missing FROM-clause entry for table "{qualifier}"', sqlstate="42P01")
-    return table.column(arg.name)
+def _join_condition(join: exp.Join, sources: list[Source], joined: Source) -> exp.Expr:
+    on = join.args.get("on")
+    using = join.args.get("using")
+    if isinstance(on, exp.Expr):
+        return on
+    if using:
+        left = sources[-1]
+        parts = [
+            exp.EQ(
+                this=exp.column(c.name, table=left.reference),
+                expression=exp.column(c.name, table=joined.reference),
+            )
+            for c in using
+        ]
+        return exp.and_(*parts)
+    raise Rejected("a JOIN needs ON <condition> or USING (columns)")

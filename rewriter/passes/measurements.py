@@ -1,9 +1,10 @@
-"""Pass 3: turn the requested aggregates into bounded integer measurements.
+"""Pass 5: turn the aggregates into bounded integer measurements.
 
-Each output needs one or two integer aggregates over the privacy units (AVG is a noisy
-SUM over a noisy COUNT). Equal measurements are shared: ``SUM(cost), AVG(cost)`` measure
-the sum of cost once. Real values are measured on a fixed-point grid (a power of two), so
-the database sums integers and floating-point rounding cannot raise the sensitivity.
+Each aggregate needs one or two integer totals over the privacy units (AVG is a noisy SUM
+over a noisy COUNT of the same values). Equal measurements are shared: ``SUM(cost),
+AVG(cost)`` measure the sum of cost once. Real values are measured on a fixed-point grid
+(a power of two), so the database sums integers and floating-point rounding cannot raise
+the sensitivity.
 """
 
 from __future__ import annotations
@@ -11,16 +12,20 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import Enum
+from typing import Protocol
 
-from rewriter.catalog import ColumnInfo, ColumnType
-from rewriter.passes.check_shape import Aggregate, QuerySpec
+from sqlglot import exp
+
+from rewriter.intervals import Interval
+from rewriter.passes.aggregates import Aggregate, AggregateSpec
 
 GRID_RESOLUTION_BITS = 20  # values are measured to 1 part in 2^20 of their largest bound
 MAX_EXACT_INTEGER_BOUND = 2**40
 
 
 class MeasureKind(Enum):
-    COUNT = "count"
+    COUNT = "count"  # rows, or non-NULL values of an expression
+    UNITS = "units"  # 1 for each privacy unit with a row
     SUM = "sum"
 
 
@@ -35,37 +40,40 @@ class Grid:
 
 @dataclass(frozen=True)
 class MeasurementSpec:
-    """One integer aggregate over privacy units and its per-unit clamp."""
+    """One integer total over privacy units, and each unit's clamp in one group."""
 
     key: str
     kind: MeasureKind
-    column: ColumnInfo | None  # None: COUNT(*)
+    argument: exp.Expr | None  # COUNT of values / SUM: the resolved expression
+    filter: exp.Expr | None
+    bounds: Interval | None  # SUM: the range of the argument
     grid: Grid | None  # SUM only
     unit_lower: int  # each unit's partial is clamped to [unit_lower, unit_upper]
     unit_upper: int
 
     @property
-    def sensitivity(self) -> int:
-        """How much adding or removing one privacy unit can change the total."""
+    def unit_bound(self) -> int:
+        """How much one unit can change the total of one group."""
         return max(abs(self.unit_lower), abs(self.unit_upper))
 
 
 @dataclass(frozen=True)
 class OutputSpec:
+    """How one released aggregate is computed from the noisy measurements."""
+
     name: str
+    label: str
     aggregate: Aggregate
-    column: ColumnInfo | None
-    numerator: str  # measurement key (COUNT: the count, SUM/AVG: the sum)
-    denominator: str | None  # AVG: the count of values
+    numerator: str  # measurement key (COUNT: the count, SUM/AVG/VAR…: the sum)
+    denominator: str | None  # AVG, VAR…: the count of values
+    bounds: Interval | None
+    squares: str | None = None  # VAR…/STDDEV…: the sum of squares
 
 
-def grid_for(column: ColumnInfo) -> Grid:
-    bounds = column.policy.bounds
-    if bounds is None:
-        raise ValueError(f"column {column.name} has no bounds")
-    lower, upper = bounds
+def grid_for(bounds: Interval) -> Grid:
+    lower, upper = bounds.lower, bounds.upper
     largest = max(abs(lower), abs(upper))
-    if column.type is ColumnType.INTEGER and largest <= MAX_EXACT_INTEGER_BOUND:
+    if bounds.integer and largest <= MAX_EXACT_INTEGER_BOUND:
         return Grid(step=1.0, lower=math.floor(lower), upper=math.ceil(upper))
     if largest == 0:
         return Grid(step=1.0, lower=0, upper=0)
@@ -75,61 +83,99 @@ def grid_for(column: ColumnInfo) -> Grid:
 
 
 def plan_measurements(
-    spec: QuerySpec,
+    aggregates: tuple[AggregateSpec, ...], max_rows: int
 ) -> tuple[tuple[MeasurementSpec, ...], tuple[OutputSpec, ...]]:
-    max_rows = spec.table.policy.max_rows_per_unit
-    measurements: dict[tuple[MeasureKind, str | None], MeasurementSpec] = {}
+    measurements: dict[str, MeasurementSpec] = {}
 
-    def measure(kind: MeasureKind, column: ColumnInfo | None) -> str:
-        identity = (kind, None if column is None else column.name)
+    def measure(
+        kind: MeasureKind,
+        argument: exp.Expr | None,
+        condition: exp.Expr | None,
+        bounds: Interval | None,
+    ) -> str:
+        identity = f"{kind.value}|{'' if argument is None else argument.sql()}|" + (
+            "" if condition is None else condition.sql()
+        )
         found = measurements.get(identity)
         if found is not None:
             return found.key
         key = f"m{len(measurements)}"
-        if kind is MeasureKind.COUNT:
-            made = MeasurementSpec(key, kind, column, None, 0, max_rows)
-        else:
-            if column is None:
-                raise ValueError("a sum needs a column")
-            grid = grid_for(column)
+        if kind is MeasureKind.SUM:
+            if bounds is None:
+                raise ValueError("a sum needs bounds")
+            grid = grid_for(bounds)
             made = MeasurementSpec(
                 key,
                 kind,
-                column,
+                argument,
+                condition,
+                bounds,
                 grid,
                 unit_lower=min(0, max_rows * grid.lower),
                 unit_upper=max(0, max_rows * grid.upper),
             )
+        elif kind is MeasureKind.UNITS:
+            made = MeasurementSpec(key, kind, None, condition, None, None, 0, 1)
+        else:
+            made = MeasurementSpec(key, kind, argument, condition, None, None, 0, max_rows)
         measurements[identity] = made
         return key
 
     outputs = []
-    for request in spec.outputs:
-        column = request.column
-        if request.aggregate is Aggregate.COUNT_ROWS:
-            outputs.append(
-                OutputSpec(
-                    request.name, request.aggregate, None, measure(MeasureKind.COUNT, None), None
-                )
+    for spec in aggregates:
+        numerator, denominator = _measure_aggregate(spec, measure)
+        squares = None
+        if spec.aggregate in SPREAD_AGGREGATES:
+            if spec.argument is None or spec.bounds is None:
+                raise ValueError("a variance needs an argument and bounds")
+            square = exp.Mul(
+                this=exp.Paren(this=spec.argument.copy()),
+                expression=exp.Paren(this=spec.argument.copy()),
             )
-        elif request.aggregate is Aggregate.COUNT_VALUES:
-            outputs.append(
-                OutputSpec(
-                    request.name,
-                    request.aggregate,
-                    column,
-                    measure(MeasureKind.COUNT, column),
-                    None,
-                )
+            squares = measure(MeasureKind.SUM, square, spec.filter, _square(spec.bounds))
+        outputs.append(
+            OutputSpec(
+                spec.name,
+                spec.label,
+                spec.aggregate,
+                numerator,
+                denominator,
+                spec.bounds,
+                squares,
             )
-        elif request.aggregate is Aggregate.SUM:
-            outputs.append(
-                OutputSpec(
-                    request.name, request.aggregate, column, measure(MeasureKind.SUM, column), None
-                )
-            )
-        else:
-            total = measure(MeasureKind.SUM, column)
-            count = measure(MeasureKind.COUNT, column)
-            outputs.append(OutputSpec(request.name, request.aggregate, column, total, count))
+        )
     return tuple(measurements.values()), tuple(outputs)
+
+
+def _measure_aggregate(spec: AggregateSpec, measure: _Measure) -> tuple[str, str | None]:
+    if spec.aggregate is Aggregate.COUNT_ROWS:
+        return measure(MeasureKind.COUNT, None, spec.filter, None), None
+    if spec.aggregate is Aggregate.COUNT_UNITS:
+        return measure(MeasureKind.UNITS, None, spec.filter, None), None
+    if spec.aggregate is Aggregate.COUNT_VALUES:
+        return measure(MeasureKind.COUNT, spec.argument, spec.filter, None), None
+    total = measure(MeasureKind.SUM, spec.argument, spec.filter, spec.bounds)
+    if spec.aggregate is Aggregate.SUM:
+        return total, None
+    return total, measure(MeasureKind.COUNT, spec.argument, spec.filter, None)
+
+
+SPREAD_AGGREGATES = frozenset(
+    {Aggregate.VAR_POP, Aggregate.VAR_SAMP, Aggregate.STDDEV_POP, Aggregate.STDDEV_SAMP}
+)
+
+
+def _square(bounds: Interval) -> Interval:
+    corners = [bounds.lower**2, bounds.upper**2]
+    low = 0.0 if bounds.lower <= 0 <= bounds.upper else min(corners)
+    return Interval(low, max(corners), bounds.integer)
+
+
+class _Measure(Protocol):
+    def __call__(
+        self,
+        kind: MeasureKind,
+        argument: exp.Expr | None,
+        condition: exp.Expr | None,
+        bounds: Interval | None,
+    ) -> str: ...

@@ -231,6 +231,7 @@ def test_to_dict_is_json_ready(tmp_path: Path) -> None:
         "rows": 1,
         "duration_ms": 2.5,
         "reservation_id": 3,
+        "actor": None,
         "prev_hash": record.prev_hash,
         "hash": record.hash,
     }

@@ -4,22 +4,28 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import hashlib
 import hmac
 import os
 import shutil
 import socket
+import ssl
 import struct
 import subprocess
 import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import psycopg
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from proxy.protocol.scram import make_verifier
+from proxy.runner import ssl_context
 from proxy.seam import (
     ClientInfo,
     ColumnDescription,
@@ -29,6 +35,8 @@ from proxy.seam import (
     TransactionStatus,
 )
 from proxy.server import INTERNAL_ERROR_MESSAGE, Server
+from proxy.settings import ConfigError, ServerSettings
+from proxy.tls import server_context
 
 pytestmark = pytest.mark.integration
 
@@ -154,12 +162,25 @@ class FakeApp:
 
 
 class Running:
-    def __init__(self, max_message_size: int = 1 << 20) -> None:
+    def __init__(
+        self,
+        max_message_size: int = 1 << 20,
+        *,
+        ssl_context: ssl.SSLContext | None = None,
+        require_tls: bool = False,
+    ) -> None:
         self.app = FakeApp()
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
-        self.server = Server(self.app, "127.0.0.1", 0, max_message_size=max_message_size)
+        self.server = Server(
+            self.app,
+            "127.0.0.1",
+            0,
+            max_message_size=max_message_size,
+            ssl_context=ssl_context,
+            require_tls=require_tls,
+        )
         self.port = asyncio.run_coroutine_threadsafe(self.server.start(), self.loop).result(10)
 
     def stop(self) -> None:
@@ -231,12 +252,14 @@ def test_psycopg_errors_keep_the_connection(srv: Running) -> None:
         assert conn.execute("SELECT 1").fetchone() == (1,)
 
 
-def test_psycopg_parameters_are_refused_then_works(srv: Running) -> None:
+def test_psycopg_parameters_are_bound_into_the_sql(srv: Running) -> None:
     with psycopg.connect(srv.dsn(), autocommit=True) as conn:
-        with pytest.raises(psycopg.errors.FeatureNotSupported) as info:
-            conn.execute("SELECT %s", [1])
-        assert "parameters" in str(info.value)
+        assert conn.execute("SELECT %s", [1]).fetchone() == (1,)  # binary int
+        with pytest.raises(psycopg.errors.SyntaxError):
+            conn.execute("SELECT %s", ["x'; DROP TABLE t; --"])  # text, OID 0
         assert conn.execute("SELECT 1").fetchone() == (1,)
+    assert srv.app.queries == ["SELECT 1", "SELECT 1"]
+    assert "SELECT 'x''; DROP TABLE t; --'" in srv.app.described  # quoted, never pasted
 
 
 def test_psycopg_prepared_statements(srv: Running) -> None:
@@ -480,7 +503,7 @@ def test_extended_protocol_error_and_recovery(raw: Raw) -> None:
     raw.login()
     describe = typed(b"D", b"P\x00")
     raw.send(
-        parse(b"", b"SELECT $1")
+        parse(b"", b"SELECT $1, $2")
         + bind(b"", b"", (b"1",))
         + describe
         + execute(b"", 0)
@@ -490,8 +513,8 @@ def test_extended_protocol_error_and_recovery(raw: Raw) -> None:
     msgs = raw.until_ready()
     assert [k for k, _ in msgs] == [b"1", b"E", b"Z"]  # the rest is skipped until Sync
     fields = error_fields(msgs[1][1])
-    assert fields["C"] == "0A000"
-    assert "parameters" in fields["M"]
+    assert fields["C"] == "08P01"
+    assert "supplies 1 parameters" in fields["M"] and "requires 2" in fields["M"]
     raw.send(execute(b"nope", 0) + typed(b"S", b""))
     msgs = raw.until_ready()
     assert error_fields(msgs[0][1])["C"] == "34000"
@@ -619,3 +642,132 @@ def test_server_close_ends_connections() -> None:
             conn.execute("SELECT 1")
     finally:
         conn.close()
+
+
+# --- TLS ---
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A self-signed certificate and key made with the openssl command."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("openssl is not installed")
+    directory = tmp_path_factory.mktemp("tls")
+    cert, key = directory / "cert.pem", directory / "key.pem"
+    subprocess.run(
+        [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+         "-subj", "/CN=localhost", "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    return cert, key
+
+
+@pytest.fixture(params=[False, True], ids=["tls", "require_tls"])
+def tls_srv(request: pytest.FixtureRequest, certificate: tuple[Path, Path]) -> Iterator[Running]:
+    running = Running(ssl_context=server_context(*certificate), require_tls=request.param)
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def test_psycopg_and_psql_over_tls_with_scram(tls_srv: Running) -> None:
+    dsn = tls_srv.dsn().replace("sslmode=prefer", "sslmode=require")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        assert conn.pgconn.ssl_in_use
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+        assert conn.execute("SELECT %s", [1]).fetchone() == (1,)
+    with pytest.raises(psycopg.OperationalError, match="password authentication failed"):
+        psycopg.connect(tls_srv.dsn(password="wrong").replace("prefer", "require"))
+    if not os.path.exists(PSQL):
+        pytest.skip("psql is not installed")
+    env = {**os.environ, "PGPASSWORD": PASSWORD, "PGSSLMODE": "require"}
+    done = subprocess.run(
+        [PSQL, "-h", "127.0.0.1", "-p", str(tls_srv.port), "-U", "alice", "-d", "demo", "-X",
+         "-A", "-t", "-c", "SELECT 1", "-c", "\\conninfo"],
+        env=env, capture_output=True, text=True, timeout=20, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "SSL connection" in done.stdout
+
+
+def test_unencrypted_clients_with_tls_configured(tls_srv: Running) -> None:
+    dsn = tls_srv.dsn().replace("sslmode=prefer", "sslmode=disable")
+    if not tls_srv.server.require_tls:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            assert not conn.pgconn.ssl_in_use
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+        return
+    with pytest.raises(psycopg.OperationalError) as caught:
+        psycopg.connect(dsn)
+    assert "sslmode=require" in str(caught.value)
+
+
+def test_without_tls_ssl_is_refused_and_require_fails(srv: Running) -> None:
+    with pytest.raises(psycopg.OperationalError, match="(?i)server does not support SSL"):
+        psycopg.connect(srv.dsn().replace("sslmode=prefer", "sslmode=require"))
+    with psycopg.connect(srv.dsn(), autocommit=True) as conn:  # prefer falls back
+        assert not conn.pgconn.ssl_in_use
+
+
+def test_tls_settings(tmp_path: Path, certificate: tuple[Path, Path]) -> None:
+    with pytest.raises(ValueError, match="tls_cert and tls_key go together"):
+        ServerSettings(tls_cert=Path("cert.pem"))
+    with pytest.raises(ValueError, match="require_tls = true needs"):
+        ServerSettings(require_tls=True)
+    relative = ServerSettings(tls_cert=Path("c.pem"), tls_key=Path("k.pem"), require_tls=True)
+    resolved = relative.resolve_paths(tmp_path)
+    assert resolved.tls_cert == tmp_path / "c.pem" and resolved.tls_key == tmp_path / "k.pem"
+    with pytest.raises(ConfigError, match="does not exist"):
+        ssl_context(resolved)
+    cert, key = certificate
+    with pytest.raises(ConfigError, match="cannot be used together"):
+        ssl_context(ServerSettings(tls_cert=cert, tls_key=cert))
+    assert ssl_context(ServerSettings(tls_cert=cert, tls_key=key)) is not None
+    with pytest.raises(ValueError, match="require_tls needs"):
+        Server(FakeApp(), require_tls=True)
+
+
+# --- fuzz: random bytes at a live socket never disturb another session ---
+
+
+@pytest.fixture(scope="module")
+def fuzz_srv() -> Iterator[Running]:
+    running = Running(max_message_size=64 * 1024)
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    login=st.booleans(),
+    chunks=st.lists(
+        st.one_of(
+            st.binary(max_size=64),
+            st.sampled_from([b"Q", b"P", b"B", b"E", b"D", b"S", b"X", b"p", b"\x00\x00\x00\x08"]),
+            st.builds(lambda t, n: t + struct.pack("!i", n), st.sampled_from([b"Q", b"B", b"P"]),
+                      st.integers(min_value=-10, max_value=1 << 24)),
+        ),
+        max_size=8,
+    ),
+)  # fmt: skip
+def test_random_bytes_end_only_their_connection(
+    fuzz_srv: Running, login: bool, chunks: list[bytes]
+) -> None:
+    with psycopg.connect(fuzz_srv.dsn(), autocommit=True) as witness:
+        raw = Raw(fuzz_srv.port)
+        try:
+            if login:
+                raw.login()
+            with contextlib.suppress(OSError):  # the server may hang up at any point
+                for chunk in chunks:
+                    raw.sock.sendall(chunk)
+                raw.sock.shutdown(socket.SHUT_WR)  # abrupt end of the stream
+                while raw.sock.recv(65536):
+                    pass
+        finally:
+            raw.close()
+        assert witness.execute("SELECT 1").fetchone() == (1,)

@@ -58,7 +58,9 @@ def test_not_session_statements(sql: str) -> None:
         "SHOW a b",
         "RESET",
         "SET ROLE admin",
-        "ROLLBACK TO SAVEPOINT a",
+        "ROLLBACK TO SAVEPOINT",
+        "DEALLOCATE",
+        "DISCARD EVERYTHING",
         "SET x = ;",
     ],
 )

@@ -10,7 +10,7 @@ from tests.rewriter.tables import POLICY, Row
 
 C = POLICY.max_rows_per_unit
 COST_BOUNDS = (0.0, 100.0)
-STAY_BOUNDS = (0, 10)
+STAY_BOUNDS = (1, 10)
 COST_STEP = 2.0**-13  # 100 < 2^7; 20 bits of resolution
 
 
@@ -57,3 +57,31 @@ def sum_stay(rows: Sequence[Row], keep: Callable[[Row], bool] = lambda r: True) 
         if values:
             total += min(max(sum(values), 0), C * upper)
     return total
+
+
+def sum_stay_squares(rows: Sequence[Row], keep: Callable[[Row], bool] = lambda r: True) -> int:
+    lower, upper = STAY_BOUNDS
+    total = 0
+    for us in per_unit(rows, keep).values():
+        values = [min(max(r[4], lower), upper) ** 2 for r in us if r[4] is not None]
+        if values:
+            total += min(max(sum(values), 0), C * upper**2)
+    return total
+
+
+Key = Callable[[Row], object]
+
+
+def grouped(
+    rows: Sequence[Row],
+    key: Key,
+    domain: Sequence[object],
+    measure: Callable[..., int],
+    *args: object,
+) -> list[list[object]]:
+    """[key, measure] per domain value, assuming no unit is in more groups than allowed."""
+    return [[value, measure(rows, *args, lambda r, v=value: key(r) == v)] for value in domain]
+
+
+def count_units(rows: Sequence[Row], keep: Callable[[Row], bool] = lambda r: True) -> int:
+    return len(per_unit(rows, keep))

@@ -21,7 +21,12 @@ COLUMNS = {
 POLICY = TablePolicy(
     privacy_unit="patient_id",
     max_rows_per_unit=3,
-    columns={"cost": ColumnPolicy(lower=0, upper=100), "stay": ColumnPolicy(lower=0, upper=10)},
+    max_groups_per_unit=2,
+    columns={
+        "cost": ColumnPolicy(lower=0, upper=100),
+        "stay": ColumnPolicy(lower=1, upper=10),
+        "department": ColumnPolicy(domain=["A", "B", "C"]),
+    },
 )
 CREATE = (
     "CREATE TABLE {schema}.visits (visit_id BIGINT, patient_id BIGINT, department VARCHAR, "
@@ -40,13 +45,47 @@ SAMPLE_ROWS: list[Row] = [
 ]
 
 
+PATIENT_COLUMNS = {
+    "patient_id": ColumnType.INTEGER,
+    "sex": ColumnType.TEXT,
+    "birth_year": ColumnType.INTEGER,
+}
+PATIENT_POLICY = TablePolicy(
+    privacy_unit="patient_id",
+    max_rows_per_unit=1,
+    columns={
+        "sex": ColumnPolicy(domain=["F", "M"]),
+        "birth_year": ColumnPolicy(lower=1900, upper=2025),
+    },
+)
+DEPARTMENT_COLUMNS = {"name": ColumnType.TEXT, "floor": ColumnType.INTEGER}
+DEPARTMENT_POLICY = TablePolicy(
+    public=True, columns={"floor": ColumnPolicy(domain=[1, 2], lower=0, upper=9)}
+)
+PATIENTS = [(1, "F", 1950), (2, "M", 1990), (3, "F", 2001), (5, "M", 1970)]
+DEPARTMENTS = [("A", 1), ("B", 2), ("B", 2)]  # B listed twice: a join can multiply rows
+SETUP = [
+    "CREATE TABLE {schema}.patients (patient_id BIGINT, sex VARCHAR, birth_year INTEGER)",
+    "CREATE TABLE {schema}.departments (name VARCHAR, floor INTEGER)",
+    "INSERT INTO {schema}.patients VALUES "
+    + ", ".join(f"({p}, '{s}', {y})" for p, s, y in PATIENTS),
+    "INSERT INTO {schema}.departments VALUES " + ", ".join(f"('{n}', {f})" for n, f in DEPARTMENTS),
+]
+
+
 def catalog(schema: str) -> Catalog:
-    return build_catalog({"visits": COLUMNS}, {"visits": POLICY}, schema=schema)
+    return build_catalog(
+        {"visits": COLUMNS, "patients": PATIENT_COLUMNS, "departments": DEPARTMENT_COLUMNS},
+        {"visits": POLICY, "patients": PATIENT_POLICY, "departments": DEPARTMENT_POLICY},
+        schema=schema,
+    )
 
 
 def duckdb_with(rows: Sequence[Row]) -> duckdb.DuckDBPyConnection:
     conn = duckdb.connect(":memory:")
     conn.execute(CREATE.format(schema="main"))
+    for statement in SETUP:
+        conn.execute(statement.format(schema="main"))
     if rows:
         conn.executemany("INSERT INTO main.visits VALUES (?, ?, ?, ?, ?)", list(rows))
     return conn
@@ -55,6 +94,8 @@ def duckdb_with(rows: Sequence[Row]) -> duckdb.DuckDBPyConnection:
 def load_postgres(dsn: str, schema: str, rows: Sequence[Row]) -> None:
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute(CREATE.format(schema=f'"{schema}"'))
+        for statement in SETUP:
+            conn.execute(statement.format(schema=f'"{schema}"'))
         with conn.cursor() as cur:
             cur.executemany(
                 f'INSERT INTO "{schema}".visits VALUES (%s, %s, %s, %s, %s)', list(rows)

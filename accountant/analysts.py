@@ -1,0 +1,262 @@
+"""Analysts and their budgets in the state file (functions over an open connection).
+
+The ``analysts`` table is the source of truth for who may log in (the SCRAM verifier) and
+how much each analyst may spend: the server reads it at every login and inside the
+transaction of every reservation, so admin changes apply at once, without a restart.
+A removed analyst stays as a tombstone (``removed = 1``): the configuration's seed never
+brings them back, and their charges still count if they are added again.
+Spending counts the reservations after ``reset_after`` (set by a budget reset); charges
+themselves are never deleted. Callers run these inside a transaction from
+``accountant.sqlite``; every change appends an audit record in the same transaction.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from accountant import audit
+from accountant.budget import AnalystBudget, Epsilon
+from accountant.errors import AnalystExists, AnalystRemoved, UnknownAnalyst
+from accountant.ledger import spent
+from accountant.records import AuditRecord, Decision, iso
+
+#: ``client_address`` of audit records written by admin commands.
+ADMIN_ADDRESS = "local admin"
+
+_SELECT = (
+    "SELECT name, verifier, total_nano, default_nano, cap_nano, reset_after, removed,"
+    " created_at, updated_at FROM analysts"
+)
+
+
+@dataclass(frozen=True)
+class AdminChange:
+    """Who is making a change (``actor``: the OS user) and with which command."""
+
+    actor: str
+    command: str
+
+
+@dataclass(frozen=True)
+class StoredAnalyst:
+    """One analyst as stored: credentials, budget, and what they spent since the last reset."""
+
+    name: str
+    verifier: str
+    budget: AnalystBudget
+    spent: Epsilon
+    removed: bool
+    created_at: datetime
+    updated_at: datetime
+
+    @property
+    def remaining(self) -> Epsilon:
+        return self.budget.total.saturating_sub(self.spent)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready; amounts as exact decimal strings. Never includes the verifier."""
+        return {
+            "analyst": self.name,
+            "total": self.budget.total.plain,
+            "spent": self.spent.plain,
+            "remaining": self.remaining.plain,
+            "per_query_default": self.budget.default_per_query.plain,
+            "per_query_max": self.budget.effective_cap.plain,
+            "per_query_cap_set": self.budget.per_query_cap is not None,
+            "created_at": iso(self.created_at),
+            "updated_at": iso(self.updated_at),
+        }
+
+
+def find(conn: sqlite3.Connection, name: str) -> StoredAnalyst | None:
+    """The analyst called ``name`` (removed ones included), or None."""
+    row = conn.execute(_SELECT + " WHERE name = ?", (name,)).fetchone()
+    return None if row is None else _to_analyst(conn, row)
+
+
+def every(conn: sqlite3.Connection, *, include_removed: bool = False) -> list[StoredAnalyst]:
+    where = "" if include_removed else " WHERE removed = 0"
+    return [_to_analyst(conn, row) for row in conn.execute(_SELECT + where + " ORDER BY name")]
+
+
+def active(conn: sqlite3.Connection, name: str) -> StoredAnalyst:
+    """The analyst called ``name``; UnknownAnalyst if absent or removed."""
+    found = find(conn, name)
+    if found is None or found.removed:
+        raise UnknownAnalyst(name, [a.name for a in every(conn)])
+    return found
+
+
+def budget_for(
+    conn: sqlite3.Connection, analyst: str, fallback: AnalystBudget | None, cost: Epsilon
+) -> AnalystBudget | None:
+    """The budget that applies now: the stored one; ``fallback`` only for an analyst the
+    store has never known (stores used without admin commands). A removed analyst raises
+    AnalystRemoved."""
+    found = find(conn, analyst)
+    if found is None:
+        return fallback
+    if found.removed:
+        raise AnalystRemoved(analyst, cost)
+    return found.budget
+
+
+def seed(
+    conn: sqlite3.Connection,
+    analysts: dict[str, tuple[str, AnalystBudget]],
+    change: AdminChange,
+    now: datetime,
+) -> list[str]:
+    """Add each configured analyst the store has never known (removed ones stay removed)."""
+    added = []
+    for name, (verifier, budget) in sorted(analysts.items()):
+        if find(conn, name) is not None:
+            continue
+        _insert(conn, name, verifier, budget, now)
+        _audit(conn, name, change, f"added from the configuration file: {describe(budget)}", now)
+        added.append(name)
+    return added
+
+
+def add(
+    conn: sqlite3.Connection,
+    name: str,
+    *,
+    verifier: str,
+    budget: AnalystBudget,
+    change: AdminChange,
+    now: datetime,
+) -> AuditRecord:
+    found = find(conn, name)
+    if found is not None and not found.removed:
+        raise AnalystExists(name)
+    if found is None:
+        _insert(conn, name, verifier, budget, now)
+        what = f"analyst added: {describe(budget)}"
+    else:
+        conn.execute(
+            "UPDATE analysts SET verifier = ?, total_nano = ?, default_nano = ?, cap_nano = ?,"
+            " removed = 0, updated_at = ? WHERE name = ?",
+            (verifier, *_amounts(budget), iso(now), name),
+        )
+        what = f"analyst added again (earlier charges still count): {describe(budget)}"
+    return _audit(conn, name, change, what, now)
+
+
+def remove(conn: sqlite3.Connection, name: str, change: AdminChange, now: datetime) -> AuditRecord:
+    active(conn, name)
+    conn.execute(
+        "UPDATE analysts SET removed = 1, verifier = '', updated_at = ? WHERE name = ?",
+        (iso(now), name),
+    )
+    return _audit(conn, name, change, "analyst removed: can no longer log in or query", now)
+
+
+def set_verifier(
+    conn: sqlite3.Connection, name: str, verifier: str, change: AdminChange, now: datetime
+) -> AuditRecord:
+    active(conn, name)
+    conn.execute(
+        "UPDATE analysts SET verifier = ?, updated_at = ? WHERE name = ?",
+        (verifier, iso(now), name),
+    )
+    return _audit(conn, name, change, "password changed", now)
+
+
+def update_budget(
+    conn: sqlite3.Connection,
+    name: str,
+    update: Callable[[AnalystBudget], AnalystBudget],
+    change: AdminChange,
+    now: datetime,
+) -> AuditRecord:
+    """Replace the budget by ``update(current)``; the current one is read in this
+    transaction, so concurrent changes and charges are serialized with it."""
+    before = active(conn, name).budget
+    after = update(before)
+    conn.execute(
+        "UPDATE analysts SET total_nano = ?, default_nano = ?, cap_nano = ?, updated_at = ?"
+        " WHERE name = ?",
+        (*_amounts(after), iso(now), name),
+    )
+    what = f"budget changed from {describe(before)} to {describe(after)}"
+    return _audit(conn, name, change, what, now)
+
+
+def reset(conn: sqlite3.Connection, name: str, change: AdminChange, now: datetime) -> AuditRecord:
+    """Start counting spending afresh: earlier charges stay in the ledger and the audit log."""
+    before = spent(conn, name)
+    active(conn, name)
+    last = conn.execute("SELECT coalesce(max(id), 0) FROM reservations").fetchone()[0]
+    conn.execute(
+        "UPDATE analysts SET reset_after = ?, updated_at = ? WHERE name = ?",
+        (last, iso(now), name),
+    )
+    return _audit(conn, name, change, f"spending reset to 0 (was {before.plain})", now)
+
+
+def describe(budget: AnalystBudget) -> str:
+    cap = "none" if budget.per_query_cap is None else budget.per_query_cap.plain
+    return (
+        f"total {budget.total.plain}, default per query {budget.default_per_query.plain}, "
+        f"max per query {cap}"
+    )
+
+
+def _amounts(budget: AnalystBudget) -> tuple[int, int, int | None]:
+    cap = None if budget.per_query_cap is None else budget.per_query_cap.nano
+    return budget.total.nano, budget.default_per_query.nano, cap
+
+
+def _insert(
+    conn: sqlite3.Connection, name: str, verifier: str, budget: AnalystBudget, now: datetime
+) -> None:
+    conn.execute(
+        "INSERT INTO analysts (name, verifier, total_nano, default_nano, cap_nano,"
+        " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (name, verifier, *_amounts(budget), iso(now), iso(now)),
+    )
+
+
+def _audit(
+    conn: sqlite3.Connection, name: str, change: AdminChange, what: str, now: datetime
+) -> AuditRecord:
+    found = find(conn, name)
+    remaining = None if found is None or found.removed else found.remaining
+    new = audit.NewRecord(
+        now,
+        name,
+        ADMIN_ADDRESS,
+        change.command,
+        Decision.ADMIN,
+        what,
+        Epsilon.zero(),
+        remaining,
+        None,
+        None,
+        None,
+        change.actor,
+    )
+    return audit.append(conn, new, now)
+
+
+def _to_analyst(conn: sqlite3.Connection, row: tuple[Any, ...]) -> StoredAnalyst:
+    name, verifier, total, default, cap, _reset_after, removed, created, updated = row
+    budget = AnalystBudget(
+        total=Epsilon.from_nano(total),
+        default_per_query=Epsilon.from_nano(default),
+        per_query_cap=None if cap is None else Epsilon.from_nano(cap),
+    )
+    return StoredAnalyst(
+        name=name,
+        verifier=verifier,
+        budget=budget,
+        spent=spent(conn, name),
+        removed=bool(removed),
+        created_at=datetime.fromisoformat(created),
+        updated_at=datetime.fromisoformat(updated),
+    )

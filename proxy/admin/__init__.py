@@ -1,0 +1,1 @@
+"""The admin's `dpproxy` commands: configuration, analysts, budgets, audit review, report."""

@@ -1,0 +1,110 @@
+"""What the admin commands share: errors, opening the store, passwords, times, output."""
+
+from __future__ import annotations
+
+import csv
+import getpass
+import io
+import json
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from accountant import AdminChange, StateStore
+from proxy.admin.seed import current_actor, seed
+from proxy.settings import Settings
+from proxy.tables import render_table
+
+FORMATS = ("table", "csv", "json", "jsonl")
+
+
+class CommandError(Exception):
+    """A command cannot proceed; the message says why and what to do."""
+
+
+def open_store(settings: Settings, command: str, *, seed_config: bool = True) -> StateStore:
+    """Open (creating if needed) the state store and, unless ``seed_config`` is False (for
+    read-only reviews), seed it from the configuration's [analysts]."""
+    path = settings.state.path
+    if not path.parent.is_dir():
+        raise CommandError(f"{path}: its directory does not exist; create it or fix [state] path")
+    store = StateStore.open(path)
+    if not seed_config:
+        return store
+    try:
+        seed(store, settings, command)
+    except BaseException:
+        store.close()
+        raise
+    return store
+
+
+def change(command: str) -> AdminChange:
+    return AdminChange(actor=current_actor(), command=command)
+
+
+def read_password(prompt: str = "password: ") -> str:
+    """A password from the terminal (asked twice) or one line of standard input."""
+    if sys.stdin.isatty():
+        first = getpass.getpass(prompt)
+        if getpass.getpass("again: ") != first:
+            raise CommandError("the two passwords differ; nothing was changed")
+        password = first
+    else:
+        password = sys.stdin.readline().rstrip("\r\n")
+    if not password:
+        raise CommandError("empty password; type one at the prompt or pipe it on stdin")
+    return password
+
+
+def parse_time(text: str) -> datetime:
+    """``2026-01-31`` or ``2026-01-31T12:00`` (UTC unless an offset is given)."""
+    try:
+        value = datetime.fromisoformat(text.strip().replace(" ", "T", 1))
+    except ValueError:
+        raise CommandError(
+            f"cannot read the time {text!r}; use e.g. 2026-01-31 or 2026-01-31T12:00:00 "
+            "(UTC unless an offset like +02:00 is given)"
+        ) from None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def render(
+    rows: Sequence[dict[str, Any]],
+    fmt: str,
+    *,
+    columns: Sequence[tuple[str, str]],
+    empty: str,
+) -> str:
+    """``rows`` as a table for people (``columns``: key and header), or CSV/JSON/JSON lines
+    with every key for scripts."""
+    if fmt == "json":
+        return json.dumps(list(rows), indent=2, ensure_ascii=False)
+    if fmt == "jsonl":
+        return "\n".join(json.dumps(r, ensure_ascii=False) for r in rows)
+    if fmt == "csv":
+        out = io.StringIO()
+        keys = list(rows[0]) if rows else [key for key, _ in columns]
+        writer = csv.DictWriter(out, fieldnames=keys, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+        return out.getvalue().rstrip("\n")
+    if not rows:
+        return empty
+    return render_table(
+        [header for _, header in columns],
+        [[_cell(r.get(key)) for key, _ in columns] for r in rows],
+    )
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return ""
+    text = " ".join(str(value).split())
+    return text if len(text) <= 60 else text[:59] + "…"
+
+
+def emit(text: str) -> None:
+    if text:
+        print(text)

@@ -1,0 +1,71 @@
+"""`dpproxy config check FILE` and `dpproxy config schema`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from accountant import StateStore
+from proxy.admin.seed import differences
+from proxy.settings import Settings, config_path, load_settings
+
+#: Where the generated JSON schema lives in the repository (editors can validate with it).
+SCHEMA_FILE = Path("config") / "dpproxy.schema.json"
+
+
+def schema_text() -> str:
+    """The JSON schema of the configuration file, generated from the settings models."""
+    schema = Settings.model_json_schema(by_alias=True)
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "dpproxy configuration (dpproxy.toml)"
+    return json.dumps(schema, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
+
+
+def config_schema(args: argparse.Namespace) -> int:
+    print(schema_text(), end="")
+    return 0
+
+
+def config_check(args: argparse.Namespace) -> int:
+    """Load and validate; errors (exit 2) name the file, the key and the fix."""
+    path = Path(args.file) if args.file else config_path(args.config)
+    settings = load_settings(path)
+    print(f"{path}: valid configuration")
+    for line in _summary(settings):
+        print(f"  {line}")
+    warnings = _warnings(settings)
+    for warning in warnings:
+        print(f"  warning: {warning}")
+    return 0
+
+
+def _summary(settings: Settings) -> list[str]:
+    backend = settings.backend
+    where = backend.path if backend.engine == "duckdb" else "(dsn)"
+    protected = sorted(n for n, t in settings.tables.items() if not t.public)
+    public = sorted(n for n, t in settings.tables.items() if t.public)
+    return [
+        f"server: {settings.server.host}:{settings.server.port}",
+        f"backend: {backend.engine} {where}, schema {backend.schema_or_default}",
+        f"state store: {settings.state.path}",
+        f"analysts seeded from this file: {', '.join(sorted(settings.analysts)) or 'none'}",
+        f"protected tables: {', '.join(protected) or 'none'}",
+        f"public tables: {', '.join(public) or 'none'}",
+    ]
+
+
+def _warnings(settings: Settings) -> list[str]:
+    notes = []
+    backend = settings.backend
+    if backend.engine == "duckdb" and backend.path is not None and not backend.path.exists():
+        notes.append(f"[backend] path {backend.path} does not exist yet")
+    state = settings.state.path
+    if not state.parent.is_dir():
+        notes.append(f"[state] path: directory {state.parent} does not exist")
+    elif state.exists():
+        with StateStore.open(state) as store:
+            notes += differences(settings, store.analysts())
+    if not settings.analysts and not state.exists():
+        notes.append("no analysts: add [analysts.NAME] or run `dpproxy analyst add NAME`")
+    return notes

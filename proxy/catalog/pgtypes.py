@@ -1,0 +1,134 @@
+"""PostgreSQL types: the built-in pg_type rows, how dpproxy shows the catalog's column
+types, and the type OIDs of result columns."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+from proxy.catalog.builtin_types import BUILTIN_TYPES
+from rewriter import ColumnType
+
+TEXT_OID = 25
+DEFAULT_COLLATION = 100
+
+
+@dataclass(frozen=True)
+class PgType:
+    oid: int
+    name: str
+    length: int
+    by_value: bool
+    kind: str  # typtype
+    category: str
+    element: int
+    array: int
+    input: str
+    output: str
+    collation: int
+    formatted: str  # what format_type() shows
+
+    @property
+    def delimiter(self) -> str:
+        return ";" if self.name in ("box", "_box") else ","
+
+
+def _parse(text: str) -> dict[int, PgType]:
+    types: dict[int, PgType] = {}
+    for line in text.strip().splitlines():
+        oid, name, length, by_value, kind, category, element, array, tin, tout, coll, fmt = (
+            line.split("|")
+        )
+        types[int(oid)] = PgType(
+            oid=int(oid),
+            name=name,
+            length=int(length),
+            by_value=by_value == "t",
+            kind=kind,
+            category=category,
+            element=int(element),
+            array=int(array),
+            input=tin,
+            output=tout,
+            collation=int(coll),
+            formatted=fmt,
+        )
+    for type_oid, pg_type in list(types.items()):
+        if not pg_type.formatted:
+            item = types.get(pg_type.element) if pg_type.category == "A" else None
+            shown = f"{item.formatted}[]" if item is not None else pg_type.name
+            types[type_oid] = replace(pg_type, formatted=shown)
+    return types
+
+
+TYPES: Mapping[int, PgType] = _parse(BUILTIN_TYPES)
+
+# How the catalog shows each kind of column the rewriter knows (types are coarse there).
+COLUMN_TYPE_OIDS: Mapping[ColumnType, int] = {
+    ColumnType.INTEGER: 20,  # bigint
+    ColumnType.FLOAT: 701,  # double precision
+    ColumnType.DECIMAL: 1700,  # numeric
+    ColumnType.TEXT: 25,  # text
+    ColumnType.DATE: 1082,  # date
+    ColumnType.TIMESTAMP: 1114,  # timestamp without time zone
+    ColumnType.BOOLEAN: 16,  # boolean
+    ColumnType.OTHER: 25,  # shown as text
+}
+
+# Extra names to_regtype() and ::regtype accept besides typname and format_type's name.
+TYPE_ALIASES: Mapping[str, int] = {
+    "int": 23,
+    "integer": 23,
+    "smallint": 21,
+    "bigint": 20,
+    "float": 701,
+    "double": 701,
+    "decimal": 1700,
+    "bool": 16,
+    "char": 1042,
+    "character": 1042,
+    "varchar": 1043,
+    "timestamptz": 1184,
+    "timetz": 1266,
+}
+
+# Result columns: DuckDB type -> (PostgreSQL type OID, typlen).
+_RESULT_TYPES: Mapping[str, tuple[int, int]] = {
+    "BOOLEAN": (16, 1),
+    "TINYINT": (21, 2),
+    "SMALLINT": (21, 2),
+    "INTEGER": (23, 4),
+    "BIGINT": (20, 8),
+    "UTINYINT": (21, 2),
+    "USMALLINT": (23, 4),
+    "UINTEGER": (20, 8),
+    "UBIGINT": (1700, -1),
+    "HUGEINT": (1700, -1),
+    "FLOAT": (700, 4),
+    "DOUBLE": (701, 8),
+    "VARCHAR": (25, -1),
+    "DATE": (1082, 4),
+    "TIME": (1083, 8),
+    "TIMESTAMP": (1114, 8),
+    "TIMESTAMP WITH TIME ZONE": (1184, 8),
+    "INTERVAL": (1186, 16),
+    "BLOB": (17, -1),
+    "UUID": (2950, 16),
+    "JSON": (114, -1),
+}
+
+
+def result_type(duck_type: str) -> tuple[int, int]:
+    """(type OID, typlen) of a result column of DuckDB type ``duck_type``."""
+    name = duck_type.upper()
+    if name.endswith("[]"):
+        element, _ = result_type(name[:-2])
+        found = TYPES.get(element)
+        return (found.array if found is not None and found.array else 1009, -1)
+    if name.startswith("DECIMAL"):
+        return (1700, -1)
+    return _RESULT_TYPES.get(name, (TEXT_OID, -1))
+
+
+def column_type_oid(column_type: ColumnType) -> int:
+    return COLUMN_TYPE_OIDS[column_type]

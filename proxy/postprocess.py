@@ -1,0 +1,144 @@
+"""Post-processing: the plan's post-query over the released (noisy) relation.
+
+Runs in an in-process DuckDB that holds nothing but the released rows (no file access, no
+data), so HAVING, ORDER BY, LIMIT and arithmetic between aggregates keep their SQL meaning
+while touching only values that are already differentially private (see
+rewriter.passes.post_process for the two deliberate differences from PostgreSQL).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from functools import lru_cache
+
+import duckdb
+
+from proxy.seam import ColumnDescription
+from rewriter import Release
+from rewriter.passes.post_process import RELEASED
+
+# DuckDB result type -> (PostgreSQL type OID, size)
+_OIDS: tuple[tuple[str, int, int], ...] = (
+    ("BIGINT", 20, 8),
+    ("HUGEINT", 1700, -1),
+    ("INTEGER", 23, 4),
+    ("SMALLINT", 21, 2),
+    ("TINYINT", 21, 2),
+    ("DOUBLE", 701, 8),
+    ("FLOAT", 700, 4),
+    ("DECIMAL", 1700, -1),
+    ("VARCHAR", 25, -1),
+    ("BOOLEAN", 16, 1),
+    ("DATE", 1082, 4),
+    ("TIMESTAMP", 1114, 8),
+)
+
+
+class PostProcessError(Exception):
+    """The post-query failed (e.g. a division by zero in the analyst's arithmetic)."""
+
+
+@dataclass(frozen=True)
+class Answer:
+    columns: tuple[ColumnDescription, ...]
+    rows: tuple[tuple[str | None, ...], ...]
+
+
+class PostProcessor:
+    def __init__(self) -> None:
+        self._connection = duckdb.connect(":memory:", config={"enable_external_access": False})
+
+    def run(self, release: Release, post_sql: str) -> Answer:
+        projection = _projection(release.columns, post_sql)
+        if projection is not None:  # a plain renaming of released columns: no SQL needed
+            names, positions = projection
+            columns = tuple(
+                ColumnDescription(name, *_oid(release.columns[i][1]))
+                for name, i in zip(names, positions, strict=True)
+            )
+            rows = tuple(tuple(format_value(row[i]) for i in positions) for row in release.rows)
+            return Answer(columns, rows)
+        return self._query(release.columns, release.rows, post_sql)
+
+    def describe(self, columns: Sequence[tuple[str, str]], post_sql: str) -> Answer:
+        """The post-query's columns, computed over an empty relation."""
+        return self._query(columns, (), post_sql)
+
+    def _query(
+        self, columns: Sequence[tuple[str, str]], rows: Sequence[Sequence[object]], sql: str
+    ) -> Answer:
+        cursor = self._connection.cursor()
+        try:
+            definition = ", ".join(f'"{name}" {kind}' for name, kind in columns)
+            cursor.execute(f'CREATE TEMP TABLE "{RELEASED}" ({definition})')
+            if rows:
+                marks = ", ".join("?" for _ in columns)
+                cursor.executemany(
+                    f'INSERT INTO "{RELEASED}" VALUES ({marks})', [list(r) for r in rows]
+                )
+            result = cursor.execute(sql)
+            description = result.description or []
+            fetched = result.fetchall()
+        except duckdb.Error as error:
+            raise PostProcessError(str(error)) from None
+        finally:
+            cursor.close()
+        described = tuple(ColumnDescription(str(d[0]), *_oid(str(d[1]))) for d in description)
+        return Answer(described, tuple(tuple(format_value(v) for v in row) for row in fetched))
+
+
+_PROJECTION = re.compile(r'SELECT ((?:"[ak]\d+" AS "[^"]+"(?:, )?)+) FROM "' + RELEASED + r'"')
+_ITEM = re.compile(r'"([ak])(\d+)" AS "([^"]+)"')
+
+
+@lru_cache(maxsize=1024)
+def _projection(
+    columns: tuple[tuple[str, str], ...], post_sql: str
+) -> tuple[tuple[str, ...], tuple[int, ...]] | None:
+    """(output names, released column positions) if the post-query only renames columns."""
+    match = _PROJECTION.fullmatch(post_sql)
+    if match is None:
+        return None
+    position = {name: i for i, (name, _) in enumerate(columns)}
+    names, positions = [], []
+    for kind, number, output in _ITEM.findall(match.group(1)):
+        found = position.get(f"{kind}{number}")
+        if found is None:
+            return None
+        names.append(output)
+        positions.append(found)
+    return tuple(names), tuple(positions)
+
+
+def _oid(duckdb_type: str) -> tuple[int, int]:
+    upper = duckdb_type.upper()
+    for prefix, oid, size in _OIDS:
+        if upper.startswith(prefix):
+            return oid, size
+    return 25, -1
+
+
+def format_value(value: object) -> str | None:
+    """A value in PostgreSQL's text format."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "t" if value else "f"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "Infinity" if value > 0 else "-Infinity"
+        if value.is_integer() and abs(value) < 1e15:
+            return str(int(value))
+        return repr(value)
+    if isinstance(value, (dt.date, dt.datetime)):
+        return value.isoformat(sep=" ") if isinstance(value, dt.datetime) else value.isoformat()
+    if isinstance(value, Decimal):
+        return format(value, "f")
+    return str(value)

@@ -1,0 +1,365 @@
+"""Typed values on the wire: parameter decoding and binary result encoding, without I/O.
+
+Parameters arrive in Bind as text or binary bytes, tagged by the statement's type OIDs;
+:func:`decode_parameter` turns them into Python values (or raises :class:`ValueFormatError`
+with the SQLSTATE PostgreSQL uses). Results are kept as text; :func:`encode_binary` turns
+one text value into PostgreSQL's binary format for the types dpproxy can send that way.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import struct
+import uuid
+from decimal import Decimal, InvalidOperation
+
+# Type OIDs (pg_type.oid).
+BOOL = 16
+BYTEA = 17
+CHAR = 18
+NAME = 19
+INT8 = 20
+INT2 = 21
+INT4 = 23
+TEXT = 25
+OID = 26
+FLOAT4 = 700
+FLOAT8 = 701
+UNKNOWN = 705
+BPCHAR = 1042
+VARCHAR = 1043
+DATE = 1082
+TIME = 1083
+TIMESTAMP = 1114
+TIMESTAMPTZ = 1184
+NUMERIC = 1700
+UUID = 2950
+UNSPECIFIED = 0
+
+TEXT_FORMAT = 0
+BINARY_FORMAT = 1
+
+TEXT_TYPES = frozenset({UNSPECIFIED, TEXT, VARCHAR, BPCHAR, NAME, CHAR, UNKNOWN})
+INTEGER_TYPES = frozenset({INT2, INT4, INT8, OID})
+FLOAT_TYPES = frozenset({FLOAT4, FLOAT8})
+PARAMETER_TYPES = (
+    TEXT_TYPES
+    | INTEGER_TYPES
+    | FLOAT_TYPES
+    | {
+        BOOL,
+        NUMERIC,
+        DATE,
+        TIMESTAMP,
+        TIMESTAMPTZ,
+        UUID,
+    }
+)
+BINARY_RESULT_TYPES = TEXT_TYPES | INTEGER_TYPES | FLOAT_TYPES | {BOOL, NUMERIC, DATE}
+
+TYPE_NAMES = {
+    BOOL: "boolean",
+    INT2: "smallint",
+    INT4: "integer",
+    INT8: "bigint",
+    OID: "oid",
+    FLOAT4: "real",
+    FLOAT8: "double precision",
+    NUMERIC: "numeric",
+    TEXT: "text",
+    VARCHAR: "character varying",
+    BPCHAR: "character",
+    NAME: "name",
+    CHAR: '"char"',
+    UNKNOWN: "unknown",
+    UNSPECIFIED: "unknown",
+    DATE: "date",
+    TIMESTAMP: "timestamp without time zone",
+    TIMESTAMPTZ: "timestamp with time zone",
+    UUID: "uuid",
+}
+
+INVALID_TEXT_REPRESENTATION = "22P02"
+INVALID_BINARY_REPRESENTATION = "22P03"
+NUMERIC_OUT_OF_RANGE = "22003"
+CHARACTER_NOT_IN_REPERTOIRE = "22021"
+FEATURE_NOT_SUPPORTED = "0A000"
+
+_INT_LIMITS = {
+    INT2: (-(2**15), 2**15 - 1),
+    INT4: (-(2**31), 2**31 - 1),
+    INT8: (-(2**63), 2**63 - 1),
+}
+_INT_LIMITS[OID] = (0, 2**32 - 1)
+_BINARY_INTS = {INT2: struct.Struct("!h"), INT4: struct.Struct("!i"), INT8: struct.Struct("!q")}
+_BINARY_INTS[OID] = struct.Struct("!I")
+_FLOAT4 = struct.Struct("!f")
+_FLOAT8 = struct.Struct("!d")
+_INT32 = struct.Struct("!i")
+_INT64 = struct.Struct("!q")
+_NUMERIC_HEADER = struct.Struct("!hhHH")
+_EPOCH = dt.date(2000, 1, 1)
+_EPOCH_DATETIME = dt.datetime(2000, 1, 1)  # noqa: DTZ001 (PostgreSQL's epoch, naive by definition)
+_NUMERIC_POS = 0x0000
+_NUMERIC_NEG = 0x4000
+_NUMERIC_NAN = 0xC000
+_NUMERIC_PINF = 0xD000
+_NUMERIC_NINF = 0xF000
+_TRUE = frozenset({"t", "true", "y", "yes", "on", "1"})
+_FALSE = frozenset({"f", "false", "n", "no", "off", "0"})
+
+Value = None | bool | int | float | Decimal | str | dt.date | dt.datetime | uuid.UUID
+
+
+class ValueFormatError(Exception):
+    """A parameter or result value cannot be converted; ``sqlstate`` goes to the client."""
+
+    def __init__(self, sqlstate: str, message: str) -> None:
+        super().__init__(message)
+        self.sqlstate = sqlstate
+        self.message = message
+
+
+def type_name(oid: int) -> str:
+    return TYPE_NAMES.get(oid, f"type with OID {oid}")
+
+
+def _invalid(oid: int, text: str) -> ValueFormatError:
+    shown = text if len(text) <= 40 else text[:37] + "..."
+    return ValueFormatError(
+        INVALID_TEXT_REPRESENTATION, f'invalid input syntax for type {type_name(oid)}: "{shown}"'
+    )
+
+
+def _utf8(data: bytes) -> str:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueFormatError(
+            CHARACTER_NOT_IN_REPERTOIRE, "invalid byte sequence for encoding UTF8"
+        ) from None
+    if "\x00" in text:
+        raise ValueFormatError(
+            CHARACTER_NOT_IN_REPERTOIRE, "invalid byte sequence for encoding UTF8: 0x00"
+        )
+    return text
+
+
+# ---------------------------------------------------------------------------------------
+# Parameters
+
+
+def decode_parameter(oid: int, data: bytes | None, fmt: int) -> Value:
+    """The Python value of one Bind parameter of type ``oid`` in format ``fmt``."""
+    if data is None:
+        return None
+    if oid not in PARAMETER_TYPES:
+        raise ValueFormatError(
+            FEATURE_NOT_SUPPORTED,
+            f"dpproxy does not accept parameters of {type_name(oid)}; "
+            "send the value as text (type OID 0) or cast it in the query",
+        )
+    if fmt == TEXT_FORMAT:
+        return _decode_text(oid, _utf8(data))
+    if fmt == BINARY_FORMAT:
+        return _decode_binary(oid, data)
+    raise ValueFormatError("08P01", f"unsupported format code: {fmt}")
+
+
+def _decode_text(oid: int, text: str) -> Value:
+    if oid in TEXT_TYPES:
+        return text
+    stripped = text.strip()
+    if oid in INTEGER_TYPES:
+        try:
+            value = int(stripped, 10)
+        except ValueError:
+            raise _invalid(oid, text) from None
+        _check_int(oid, value, text)
+        return value
+    if oid in FLOAT_TYPES:
+        return _parse_float(oid, stripped, text)
+    if oid == NUMERIC:
+        return _parse_numeric(stripped, text)
+    if oid == BOOL:
+        lowered = stripped.lower()
+        if lowered in _TRUE:
+            return True
+        if lowered in _FALSE:
+            return False
+        raise _invalid(oid, text)
+    if oid == UUID:
+        try:
+            return uuid.UUID(stripped)
+        except ValueError:
+            raise _invalid(oid, text) from None
+    return _parse_datetime(oid, stripped, text)
+
+
+def _check_int(oid: int, value: int, text: str) -> None:
+    low, high = _INT_LIMITS[oid]
+    if not low <= value <= high:
+        raise ValueFormatError(
+            NUMERIC_OUT_OF_RANGE, f'value "{text}" is out of range for type {type_name(oid)}'
+        )
+
+
+def _parse_float(oid: int, stripped: str, text: str) -> float:
+    lowered = stripped.lower()
+    specials = {"nan": math.nan, "infinity": math.inf, "+infinity": math.inf}
+    specials["-infinity"] = -math.inf
+    if lowered in specials:
+        return specials[lowered]
+    if lowered in ("inf", "+inf", "-inf"):
+        return math.inf if not lowered.startswith("-") else -math.inf
+    try:
+        value = float(stripped)
+    except ValueError:
+        raise _invalid(oid, text) from None
+    if math.isinf(value) or math.isnan(value):  # e.g. "1e999", or "nan" spelt oddly
+        raise ValueFormatError(
+            NUMERIC_OUT_OF_RANGE, f'"{text}" is out of range for type {type_name(oid)}'
+        )
+    return value
+
+
+def _parse_numeric(stripped: str, text: str) -> Decimal:
+    try:
+        value = Decimal(stripped)
+    except InvalidOperation:
+        raise _invalid(NUMERIC, text) from None
+    if value.is_snan():
+        raise _invalid(NUMERIC, text)
+    return value
+
+
+def _parse_datetime(oid: int, stripped: str, text: str) -> Value:
+    lowered = stripped.lower()
+    if lowered in ("infinity", "-infinity", "+infinity"):
+        return lowered.lstrip("+")
+    try:
+        if oid == DATE:
+            return dt.date.fromisoformat(stripped)
+        return dt.datetime.fromisoformat(stripped)
+    except ValueError:
+        raise _invalid(oid, text) from None
+
+
+def _decode_binary(oid: int, data: bytes) -> Value:
+    if oid in TEXT_TYPES:
+        return _utf8(data)
+    try:
+        if oid in _BINARY_INTS:
+            return int(_BINARY_INTS[oid].unpack(data)[0])
+        if oid == FLOAT8:
+            return float(_FLOAT8.unpack(data)[0])
+        if oid == FLOAT4:
+            return float(_FLOAT4.unpack(data)[0])
+        if oid == BOOL:
+            if len(data) != 1:
+                raise struct.error("bool is one byte")
+            return data != b"\x00"
+        if oid == NUMERIC:
+            return _numeric_from_binary(data)
+        if oid == UUID:
+            return uuid.UUID(bytes=data)
+        if oid == DATE:
+            days = int(_INT32.unpack(data)[0])
+            if days in (2**31 - 1, -(2**31)):
+                return "infinity" if days > 0 else "-infinity"
+            return _EPOCH + dt.timedelta(days=days)
+        micros = int(_INT64.unpack(data)[0])  # TIMESTAMP, TIMESTAMPTZ
+        if micros in (2**63 - 1, -(2**63)):
+            return "infinity" if micros > 0 else "-infinity"
+        moment = _EPOCH_DATETIME + dt.timedelta(microseconds=micros)
+        return moment.replace(tzinfo=dt.UTC) if oid == TIMESTAMPTZ else moment
+    except (struct.error, ValueError, OverflowError):
+        raise ValueFormatError(
+            INVALID_BINARY_REPRESENTATION,
+            f"incorrect binary data format in a parameter of {type_name(oid)}",
+        ) from None
+
+
+def _numeric_from_binary(data: bytes) -> Decimal:
+    ndigits, weight, sign, dscale = _NUMERIC_HEADER.unpack_from(data, 0)
+    if len(data) != 8 + 2 * ndigits or ndigits < 0:
+        raise ValueError("numeric length mismatch")
+    if sign == _NUMERIC_NAN:
+        return Decimal("NaN")
+    if sign in (_NUMERIC_PINF, _NUMERIC_NINF):
+        return Decimal("Infinity") if sign == _NUMERIC_PINF else Decimal("-Infinity")
+    if sign not in (_NUMERIC_POS, _NUMERIC_NEG) or dscale & 0xC000:
+        raise ValueError("bad numeric sign")
+    digits = struct.unpack_from(f"!{ndigits}H", data, 8)
+    if any(d > 9999 for d in digits):
+        raise ValueError("bad numeric digit")
+    text = "".join(f"{d:04d}" for d in digits) or "0"
+    exponent = 4 * (weight + 1 - ndigits)
+    value = Decimal(f"{'-' if sign == _NUMERIC_NEG else ''}{text}E{exponent}")
+    return value.quantize(Decimal(1).scaleb(-dscale)) if dscale <= 1000 else value
+
+
+# ---------------------------------------------------------------------------------------
+# Binary results
+
+
+def encode_binary(oid: int, text: str) -> bytes:
+    """PostgreSQL's binary form of the text value ``text`` of type ``oid``."""
+    try:
+        if oid in TEXT_TYPES:
+            return text.encode("utf-8")
+        if oid in _BINARY_INTS:
+            return _BINARY_INTS[oid].pack(int(text))
+        if oid == FLOAT8:
+            return _FLOAT8.pack(float(text))
+        if oid == FLOAT4:
+            return _FLOAT4.pack(float(text))
+        if oid == BOOL:
+            return b"\x01" if text.strip().lower() in _TRUE else b"\x00"
+        if oid == NUMERIC:
+            return _numeric_to_binary(Decimal(text))
+        if oid == DATE:
+            return _INT32.pack((dt.date.fromisoformat(text) - _EPOCH).days)
+    except (ValueError, struct.error, InvalidOperation, OverflowError):
+        raise ValueFormatError(
+            INVALID_TEXT_REPRESENTATION, f"cannot send {text[:40]!r} as binary {type_name(oid)}"
+        ) from None
+    raise ValueFormatError(
+        FEATURE_NOT_SUPPORTED,
+        f"dpproxy cannot send {type_name(oid)} values in binary format",
+    )
+
+
+def _numeric_to_binary(value: Decimal) -> bytes:
+    if value.is_nan():
+        return _NUMERIC_HEADER.pack(0, 0, _NUMERIC_NAN, 0)
+    if value.is_infinite():
+        return _NUMERIC_HEADER.pack(0, 0, _NUMERIC_PINF if value > 0 else _NUMERIC_NINF, 0)
+    sign_bit, digit_tuple, exponent = value.as_tuple()
+    if not isinstance(exponent, int):
+        raise ValueError("not a finite numeric")
+    dscale = max(0, -exponent)
+    digits = "".join(map(str, digit_tuple)) or "0"
+    # Align to base-10000 groups: pad the fraction to a multiple of 4, then the integer part.
+    frac_pad = (-dscale) % 4 if exponent < 0 else 0
+    if exponent >= 0:
+        digits += "0" * exponent
+        int_len = len(digits)
+    else:
+        digits += "0" * frac_pad
+        int_len = len(digits) - dscale - frac_pad
+    lead = (-int_len) % 4
+    digits = "0" * lead + digits
+    groups = [int(digits[i : i + 4]) for i in range(0, len(digits), 4)]
+    weight = (int_len + lead) // 4 - 1
+    while groups and groups[0] == 0:
+        groups.pop(0)
+        weight -= 1
+    while groups and groups[-1] == 0:
+        groups.pop()
+    if not groups:
+        weight = 0
+    sign = _NUMERIC_NEG if sign_bit and groups else _NUMERIC_POS
+    header = _NUMERIC_HEADER.pack(len(groups), weight, sign, dscale)
+    return header + struct.pack(f"!{len(groups)}H", *groups)

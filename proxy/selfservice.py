@@ -1,0 +1,127 @@
+"""Analysts see their own budget and history in SQL, without being charged.
+
+    SELECT * FROM dpproxy.my_budget;      -- one row: total, spent, left, per-query limits
+    SELECT * FROM dpproxy.my_queries;     -- every attempt of this analyst, oldest first
+    SELECT * FROM dpproxy.my_queries LIMIT 20;   -- the newest 20
+
+Answered from the state store, never from the data; only the asking analyst's own rows.
+Failed logins (which anyone can cause under any name) and admin changes are not shown.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+from accountant import AuditRecord, Decision, Epsilon
+from proxy.responders import SessionContext
+from proxy.seam import ColumnDescription, QueryError, StatementResult
+from proxy.sqlstate import FEATURE_NOT_SUPPORTED
+
+TEXT, NUMERIC, BIGINT, FLOAT8, TIMESTAMPTZ = 25, 1700, 20, 701, 1184
+
+_QUERY = re.compile(
+    r"""^\s*select\s+\*\s+from\s+"?dpproxy"?\s*\.\s*"?(my_budget|my_queries)"?
+        (?:\s+limit\s+(\d{1,9}))?\s*;?\s*$""",
+    re.IGNORECASE | re.VERBOSE,
+)
+_MENTIONS = re.compile(r"\bdpproxy\s*\.\s*\"?(my_budget|my_queries)\b", re.IGNORECASE)
+
+#: What an analyst sees of their history: their own query attempts.
+SHOWN_DECISIONS = (
+    Decision.ACCEPTED,
+    Decision.FAILED,
+    Decision.REJECTED,
+    Decision.OVER_BUDGET,
+    Decision.ERROR,
+)
+
+BUDGET_COLUMNS = (
+    ColumnDescription("analyst", TEXT),
+    ColumnDescription("epsilon_total", NUMERIC),
+    ColumnDescription("epsilon_spent", NUMERIC),
+    ColumnDescription("epsilon_remaining", NUMERIC),
+    ColumnDescription("epsilon_default", NUMERIC),
+    ColumnDescription("epsilon_per_query_max", NUMERIC),
+)
+QUERY_COLUMNS = (
+    ColumnDescription("id", BIGINT, 8),
+    ColumnDescription("time", TIMESTAMPTZ, 8),
+    ColumnDescription("client_address", TEXT),
+    ColumnDescription("sql", TEXT),
+    ColumnDescription("decision", TEXT),
+    ColumnDescription("reason", TEXT),
+    ColumnDescription("epsilon", NUMERIC),
+    ColumnDescription("epsilon_remaining", NUMERIC),
+    ColumnDescription("rows", BIGINT, 8),
+    ColumnDescription("duration_ms", FLOAT8, 8),
+)
+
+
+class SelfServiceResponder:
+    """Answers ``dpproxy.my_budget`` and ``dpproxy.my_queries``."""
+
+    async def answer(self, sql: str, context: SessionContext) -> StatementResult | None:
+        match = _QUERY.match(sql)
+        if match is None:
+            if _MENTIONS.search(sql):
+                raise QueryError(
+                    FEATURE_NOT_SUPPORTED,
+                    "dpproxy.my_budget and dpproxy.my_queries can only be read whole",
+                    hint="SELECT * FROM dpproxy.my_queries LIMIT 20",
+                )
+            return None
+        view, limit = match.group(1).lower(), match.group(2)
+        if view == "my_budget":
+            return await _my_budget(context)
+        return await _my_queries(context, None if limit is None else int(limit))
+
+
+async def _my_budget(context: SessionContext) -> StatementResult:
+    analyst = context.asker.analyst
+    stored = await context.ledger.analyst(analyst)
+    if stored is None:
+        row: tuple[str | None, ...] = (analyst, "0", None, "0", None, None)
+    else:
+        budget = stored.budget
+        row = (
+            analyst,
+            budget.total.plain,
+            stored.spent.plain,
+            stored.remaining.plain,
+            budget.default_per_query.plain,
+            budget.effective_cap.plain,
+        )
+    return StatementResult(tag="SELECT 1", columns=BUDGET_COLUMNS, rows=(row,))
+
+
+async def _my_queries(context: SessionContext, limit: int | None) -> StatementResult:
+    records = await context.ledger.records(context.asker.analyst, SHOWN_DECISIONS)
+    if limit is not None:
+        records = records[-limit:] if limit else []
+    rows = tuple(_query_row(r) for r in records)
+    return StatementResult(tag=f"SELECT {len(rows)}", columns=QUERY_COLUMNS, rows=rows)
+
+
+def _query_row(record: AuditRecord) -> tuple[str | None, ...]:
+    return (
+        str(record.id),
+        _timestamp(record.started_at),
+        record.client_address,
+        record.sql,
+        record.decision.value,
+        record.reason,
+        record.epsilon.plain,
+        _amount(record.remaining),
+        None if record.rows is None else str(record.rows),
+        None if record.duration_ms is None else repr(round(record.duration_ms, 3)),
+    )
+
+
+def _timestamp(value: datetime) -> str:
+    """PostgreSQL's text form of a timestamptz in UTC."""
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f+00")
+
+
+def _amount(value: Epsilon | None) -> str | None:
+    return None if value is None else value.plain

@@ -1,0 +1,156 @@
+"""Interval arithmetic: the range of a row-level expression from its columns' bounds.
+
+Used to bound the value of an expression inside an aggregate (``SUM(price * qty)``,
+``SUM(CASE WHEN … THEN 1 ELSE 0 END)``). Sound: the true value of the expression, with
+its columns clamped to their bounds, always lies within the computed interval.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from rewriter.errors import Rejected
+
+
+@dataclass(frozen=True)
+class Interval:
+    lower: float
+    upper: float
+    integer: bool  # the expression only takes integer values
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.lower) and math.isfinite(self.upper)):
+            raise Rejected(
+                "the expression inside the aggregate has no finite bounds",
+                hint="declare tighter column bounds or simplify the expression",
+            )
+
+    def hull(self, other: Interval) -> Interval:
+        return Interval(
+            min(self.lower, other.lower),
+            max(self.upper, other.upper),
+            self.integer and other.integer,
+        )
+
+
+ColumnBounds = Callable[[exp.Column], Interval]
+MAX_MAGNITUDE = 2.0**52
+
+
+def interval_of(node: exp.Expr, column_bounds: ColumnBounds) -> Interval:
+    """The interval of ``node`` (columns already resolved), or raise Rejected."""
+    found = _interval(node, column_bounds)
+    if max(abs(found.lower), abs(found.upper)) > MAX_MAGNITUDE:
+        raise Rejected(
+            "the expression inside the aggregate can exceed ±2^52",
+            hint="declare tighter column bounds",
+        )
+    return found
+
+
+def _interval(node: exp.Expr, bounds: ColumnBounds) -> Interval:
+    if isinstance(node, exp.Paren):
+        return _interval(node.this, bounds)
+    if isinstance(node, exp.Column):
+        return bounds(node)
+    if isinstance(node, exp.Literal) and not node.is_string:
+        value = float(node.this)
+        return Interval(value, value, value.is_integer() and "." not in node.this)
+    if isinstance(node, exp.Boolean):
+        value = 1.0 if node.this else 0.0
+        return Interval(value, value, True)
+    if isinstance(node, exp.Neg):
+        inner = _interval(node.this, bounds)
+        return Interval(-inner.upper, -inner.lower, inner.integer)
+    if isinstance(node, (exp.Add, exp.Sub, exp.Mul)):
+        left, right = _interval(node.this, bounds), _interval(node.expression, bounds)
+        return _binary(node, left, right)
+    if isinstance(node, exp.Div):
+        left, right = _interval(node.this, bounds), _interval(node.expression, bounds)
+        if right.lower <= 0 <= right.upper:
+            raise Rejected(
+                "division inside an aggregate needs a divisor that cannot be 0",
+                hint="divide by a non-zero constant, or compute ratios of aggregates instead",
+            )
+        corners = [a / b for a in (left.lower, left.upper) for b in (right.lower, right.upper)]
+        return Interval(min(corners), max(corners), False)
+    if isinstance(node, exp.Abs):
+        inner = _interval(node.this, bounds)
+        low = 0.0 if inner.lower <= 0 <= inner.upper else min(abs(inner.lower), abs(inner.upper))
+        return Interval(low, max(abs(inner.lower), abs(inner.upper)), inner.integer)
+    if isinstance(node, exp.Case):
+        return _case(node, bounds)
+    if isinstance(node, exp.If):
+        then = _interval(node.args["true"], bounds)
+        other = node.args.get("false")
+        return then if other is None else then.hull(_interval(other, bounds))
+    if isinstance(node, exp.Coalesce):
+        result = _interval(node.this, bounds)
+        for other in node.expressions:
+            result = result.hull(_interval(other, bounds))
+        return result
+    if isinstance(node, (exp.Greatest, exp.Least)):
+        parts = [_interval(node.this, bounds)] + [_interval(e, bounds) for e in node.expressions]
+        pick = max if isinstance(node, exp.Greatest) else min
+        return Interval(
+            pick(p.lower for p in parts),
+            pick(p.upper for p in parts),
+            all(p.integer for p in parts),
+        )
+    if isinstance(node, (exp.Floor, exp.Ceil, exp.Round)):
+        inner = _interval(node.this, bounds)
+        digits = node.args.get("decimals")
+        if digits is None:
+            return Interval(math.floor(inner.lower), math.ceil(inner.upper), True)
+        if not (isinstance(digits, exp.Literal) and digits.is_int):
+            raise Rejected("round(x, d) inside an aggregate needs a constant d")
+        scale = 10.0 ** int(digits.this)
+        return Interval(
+            math.floor(inner.lower * scale) / scale,
+            math.ceil(inner.upper * scale) / scale,
+            int(digits.this) <= 0,
+        )
+    if isinstance(node, exp.Cast) and node.to.is_type(*exp.DataType.NUMERIC_TYPES):
+        inner = _interval(node.this, bounds)
+        if node.to.is_type(*exp.DataType.INTEGER_TYPES):
+            return Interval(math.floor(inner.lower), math.ceil(inner.upper), True)
+        return inner
+    raise Rejected(
+        f"cannot bound {node.sql(dialect='postgres')} inside an aggregate",
+        hint=(
+            "aggregate numeric columns with declared bounds, combined with + - * /, abs, "
+            "round, floor, ceil, least, greatest, coalesce, CASE, or numeric literals"
+        ),
+    )
+
+
+def _binary(node: exp.Expr, left: Interval, right: Interval) -> Interval:
+    integer = left.integer and right.integer
+    if isinstance(node, exp.Add):
+        return Interval(left.lower + right.lower, left.upper + right.upper, integer)
+    if isinstance(node, exp.Sub):
+        return Interval(left.lower - right.upper, left.upper - right.lower, integer)
+    corners = [a * b for a in (left.lower, left.upper) for b in (right.lower, right.upper)]
+    return Interval(min(corners), max(corners), integer)
+
+
+def _case(node: exp.Case, bounds: ColumnBounds) -> Interval:
+    if node.this is not None:
+        raise Rejected(
+            "CASE <value> WHEN … inside an aggregate is not supported; "
+            "write CASE WHEN <condition> THEN …"
+        )
+    branches = [_interval(branch.args["true"], bounds) for branch in node.args.get("ifs", [])]
+    default = node.args.get("default")
+    if default is not None:
+        branches.append(_interval(default, bounds))
+    if not branches:
+        raise Rejected("CASE without branches")
+    result = branches[0]
+    for other in branches[1:]:
+        result = result.hull(other)
+    return result

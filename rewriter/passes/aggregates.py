@@ -1,0 +1,293 @@
+"""Pass 4: find the aggregates of the select list, HAVING and ORDER BY.
+
+Each distinct aggregate becomes an :class:`AggregateSpec` named ``a0, a1, …``; in the
+post-processing expressions, aggregates are replaced by those names and GROUP BY keys by
+``k0, k1, …``. What remains must be computable from released values only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from sqlglot import exp
+
+from rewriter.catalog import ColumnInfo, ColumnType
+from rewriter.errors import Rejected
+from rewriter.intervals import Interval, interval_of
+from rewriter.passes.check_predicate import ALLOWED_FUNCTIONS, allowed_node, check_predicate
+from rewriter.passes.check_shape import QueryShape
+from rewriter.passes.group_keys import GroupKey
+from rewriter.scope import Scope
+
+
+class Aggregate(Enum):
+    COUNT_ROWS = "COUNT(*)"
+    COUNT_VALUES = "COUNT(expr)"
+    COUNT_UNITS = "COUNT(DISTINCT privacy unit)"
+    SUM = "SUM(expr)"
+    AVG = "AVG(expr)"
+    VAR_POP = "VAR_POP(expr)"
+    VAR_SAMP = "VAR_SAMP(expr)"
+    STDDEV_POP = "STDDEV_POP(expr)"
+    STDDEV_SAMP = "STDDEV_SAMP(expr)"
+
+
+SPREADS = {
+    exp.VariancePop: Aggregate.VAR_POP,
+    exp.Variance: Aggregate.VAR_SAMP,
+    exp.StddevPop: Aggregate.STDDEV_POP,
+    exp.StddevSamp: Aggregate.STDDEV_SAMP,
+    exp.Stddev: Aggregate.STDDEV_SAMP,
+}
+
+
+@dataclass(frozen=True)
+class AggregateSpec:
+    name: str  # a0, a1, ...
+    label: str  # the aggregate as the analyst wrote it, for accuracy reports
+    aggregate: Aggregate
+    argument: exp.Expr | None  # resolved row-level expression (COUNT_VALUES, SUM, AVG)
+    filter: exp.Expr | None  # resolved FILTER (WHERE …) condition
+    bounds: Interval | None  # SUM and AVG: the range of the argument
+
+
+@dataclass(frozen=True)
+class PostQuery:
+    """The analyst's query with aggregates and keys replaced by released columns."""
+
+    select: tuple[exp.Expr, ...]  # each aliased with its output name
+    having: exp.Expr | None
+    order: exp.Order | None
+    limit: exp.Expr | None
+    offset: exp.Expr | None
+
+
+_UNSUPPORTED = {
+    exp.Max: "MAX",
+    exp.Min: "MIN",
+    exp.Median: "MEDIAN",
+    exp.Quantile: "QUANTILE",
+    exp.PercentileCont: "PERCENTILE_CONT",
+    exp.PercentileDisc: "PERCENTILE_DISC",
+    exp.Stddev: "STDDEV",
+    exp.StddevPop: "STDDEV_POP",
+    exp.StddevSamp: "STDDEV_SAMP",
+    exp.Variance: "VARIANCE",
+    exp.VariancePop: "VAR_POP",
+}
+
+
+def find_aggregates(
+    shape: QueryShape, keys: tuple[GroupKey, ...]
+) -> tuple[tuple[AggregateSpec, ...], PostQuery]:
+    found: dict[str, AggregateSpec] = {}
+
+    def replace(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.Window):
+            raise Rejected("window functions are not supported")
+        if isinstance(node, (exp.Subquery, exp.Select, exp.Exists)):
+            raise Rejected("subqueries are not supported yet")
+        if isinstance(node, (exp.Filter, exp.AggFunc)):
+            spec = _aggregate(node, shape, len(found))
+            identity = f"{spec.aggregate.name}|{_sql(spec.argument)}|{_sql(spec.filter)}"
+            existing = found.setdefault(identity, spec)
+            return exp.column(existing.name, quoted=True)
+        return node
+
+    def rewrite(node: exp.Expr | None, where: str) -> exp.Expr | None:
+        if node is None:
+            return None
+        with_aggregates = node.copy().transform(replace)
+        return _replace_keys(with_aggregates, keys, shape, where)
+
+    select = []
+    for item in shape.select:
+        name = output_name(item)
+        body = item.this if isinstance(item, exp.Alias) else item
+        rewritten = rewrite(body, "the select list")
+        if rewritten is None:
+            raise Rejected("empty select item")
+        select.append(exp.alias_(rewritten, name, quoted=True))
+    order = None
+    if shape.order is not None:
+        order = shape.order.copy()
+        for ordered in order.expressions:
+            target = ordered.this
+            if isinstance(target, exp.Literal) or (
+                isinstance(target, exp.Column)
+                and not target.table
+                and any(output_name(i).lower() == target.name.lower() for i in shape.select)
+            ):
+                continue  # a position or an output name: DuckDB resolves it as PostgreSQL does
+            replaced = rewrite(target, "ORDER BY")
+            if replaced is not None:
+                ordered.set("this", replaced)
+    for bound, clause in ((shape.limit, "LIMIT"), (shape.offset, "OFFSET")):
+        if bound is not None and not (isinstance(bound, exp.Literal) and bound.is_int):
+            raise Rejected(f"{clause} takes a whole number")
+    post = PostQuery(
+        select=tuple(select),
+        having=rewrite(shape.having, "HAVING"),
+        order=order,
+        limit=shape.limit,
+        offset=shape.offset,
+    )
+    if not found:
+        raise Rejected(
+            "the query has no aggregate; dpproxy releases aggregates only",
+            hint="add COUNT(*), SUM(col) or AVG(col)",
+        )
+    return tuple(found.values()), post
+
+
+def output_name(item: exp.Expr) -> str:
+    """The column name PostgreSQL gives a select item."""
+    if isinstance(item, exp.Alias):
+        return item.alias
+    if isinstance(item, exp.Column):
+        return item.name
+    if isinstance(item, exp.Filter):
+        return output_name(item.this)
+    if isinstance(item, exp.Cast):
+        return output_name(item.this)
+    if isinstance(item, exp.Anonymous):
+        return str(item.this).lower()
+    if isinstance(item, exp.VariancePop):
+        return "var_pop"
+    if isinstance(item, exp.Func):
+        return item.sql_name().lower()
+    return "?column?"
+
+
+def _sql(node: exp.Expr | None) -> str:
+    return "" if node is None else node.sql()
+
+
+def _aggregate(node: exp.Expr, shape: QueryShape, index: int) -> AggregateSpec:
+    label = node.sql(dialect="postgres")
+    condition = None
+    if isinstance(node, exp.Filter):
+        where = node.expression
+        condition = check_predicate(
+            where.this if isinstance(where, exp.Where) else where, shape.scope, "FILTER"
+        )
+        node = node.this
+    name = f"a{index}"
+    if any(isinstance(d, (exp.AggFunc, exp.Window)) for d in node.walk() if d is not node):
+        raise Rejected("aggregates cannot be nested", sqlstate="42803")
+    if isinstance(node, exp.Count):
+        arg = node.this
+        if isinstance(arg, exp.Star):
+            return AggregateSpec(name, label, Aggregate.COUNT_ROWS, None, condition, None)
+        if isinstance(arg, exp.Distinct):
+            return _count_distinct(arg, shape, name, label, condition)
+        resolved = check_predicate(arg, shape.scope, "COUNT")
+        return AggregateSpec(name, label, Aggregate.COUNT_VALUES, resolved, condition, None)
+    spread = next((a for k, a in SPREADS.items() if type(node) is k), None)
+    if isinstance(node, (exp.Sum, exp.Avg)) or spread is not None:
+        which = spread or (Aggregate.SUM if isinstance(node, exp.Sum) else Aggregate.AVG)
+        word = which.value.split("(")[0]
+        resolved = check_predicate(node.this, shape.scope, word)
+        bounds = interval_of(resolved, lambda c: _column_bounds(c, shape.scope, word))
+        return AggregateSpec(name, label, which, resolved, condition, bounds)
+    for kind, word in _UNSUPPORTED.items():
+        if isinstance(node, kind):
+            hint = (
+                "dpproxy releases COUNT, COUNT(DISTINCT <privacy unit>), SUM, AVG, VAR_POP, "
+                "VAR_SAMP/VARIANCE, STDDEV_POP and STDDEV_SAMP/STDDEV for now"
+            )
+            raise Rejected(f"the aggregate {word} is not supported yet", hint=hint)
+    raise Rejected(f"the aggregate {node.sql(dialect='postgres')} is not supported yet")
+
+
+def _count_distinct(
+    arg: exp.Distinct, shape: QueryShape, name: str, label: str, condition: exp.Expr | None
+) -> AggregateSpec:
+    if len(arg.expressions) == 1 and isinstance(arg.expressions[0], exp.Column):
+        source, info = shape.scope.lookup(arg.expressions[0], "COUNT")
+        unit = source.table.privacy_unit
+        if unit is not None and unit.name == info.name:
+            return AggregateSpec(name, label, Aggregate.COUNT_UNITS, None, condition, None)
+    unit = shape.table.privacy_unit
+    unit_name = unit.name if unit is not None else "the privacy unit"
+    raise Rejected(
+        f"COUNT(DISTINCT ...) is supported only for the privacy unit ({unit_name})",
+        hint=f"use COUNT(DISTINCT {unit_name}) to count persons",
+    )
+
+
+def _column_bounds(column: exp.Column, scope: Scope, word: str) -> Interval:
+    info: ColumnInfo = scope.info(column)
+    table = next(s.table for s in scope.sources if s.alias == column.table)
+    if not info.type.numeric:
+        raise Rejected(
+            f'{word}: column "{info.name}" is {info.type.value}, not numeric',
+            sqlstate="42883",
+            hint=f"{word} needs numeric columns",
+        )
+    bounds = info.policy.bounds
+    if bounds is None:
+        raise Rejected(
+            f'{word} over "{info.name}" needs bounds for it, and the policy of table '
+            f'"{table.name}" declares none',
+            hint=(
+                f"ask an admin to declare [tables.{table.name}.columns.{info.name}] lower and "
+                "upper in the configuration"
+            ),
+        )
+    integer = info.type is ColumnType.INTEGER and all(float(b).is_integer() for b in bounds)
+    return Interval(bounds[0], bounds[1], integer)
+
+
+def _replace_keys(
+    node: exp.Expr, keys: tuple[GroupKey, ...], shape: QueryShape, where: str
+) -> exp.Expr:
+    by_sql = {k.expression.sql(): k.name for k in keys}
+
+    def replace(sub: exp.Expr) -> exp.Expr:
+        if isinstance(sub, exp.Column) and _is_released(sub):
+            return sub
+        if not sub.find(exp.Column) or not by_sql:
+            return sub
+        try:
+            resolved = check_predicate(sub, shape.scope, where)
+        except Rejected:
+            return sub
+        key = by_sql.get(resolved.sql())
+        return exp.column(key, quoted=True) if key is not None else sub
+
+    replaced = node.transform(replace)
+    for column in replaced.find_all(exp.Column):
+        if not _is_released(column):
+            raise Rejected(
+                f'column "{column.sql(dialect="postgres")}" must appear in the GROUP BY clause '
+                "or be used in an aggregate function",
+                sqlstate="42803",
+            )
+    for sub in replaced.walk():
+        check_post_node(sub, where)
+    return replaced
+
+
+def _is_released(column: exp.Column) -> bool:
+    name = column.name
+    return (
+        not column.table
+        and column.this.quoted
+        and len(name) > 1
+        and name[0] in "ak"
+        and name[1:].isdigit()
+    )
+
+
+def check_post_node(node: exp.Expr, where: str) -> None:
+    """Post-processing runs on released values; only plain expressions are allowed."""
+    if not allowed_node(node):
+        if isinstance(node, exp.Func):
+            name = str(node.this) if isinstance(node, exp.Anonymous) else node.sql_name()
+            raise Rejected(
+                f"function {name.lower()}() is not allowed in {where}",
+                hint=f"allowed functions: {ALLOWED_FUNCTIONS}",
+            )
+        raise Rejected(f"{node.key.upper()} is not allowed in {where}")

@@ -1,0 +1,179 @@
+"""Pass 3: resolve GROUP BY keys and the public domain of values each key may release.
+
+A key's values are released only from a public domain, never from the data: a column's
+declared ``domain``, the literal results of a CASE, true/false for a condition, or the
+buckets of ``width_bucket`` with constant arguments. Every value of the domain is released
+(empty groups included, with noise); values outside it are dropped in the database.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from rewriter.catalog import ColumnType
+from rewriter.errors import Rejected
+from rewriter.passes.check_predicate import check_predicate
+from rewriter.passes.check_shape import QueryShape
+from rewriter.scope import Scope
+
+DomainValue = str | int | float | bool | None
+MAX_CELLS = 100_000
+KEY_TYPES = {
+    ColumnType.INTEGER: "BIGINT",
+    ColumnType.FLOAT: "DOUBLE",
+    ColumnType.DECIMAL: "DOUBLE",
+    ColumnType.TEXT: "VARCHAR",
+    ColumnType.DATE: "DATE",
+    ColumnType.TIMESTAMP: "TIMESTAMP",
+    ColumnType.BOOLEAN: "BOOLEAN",
+}
+
+
+@dataclass(frozen=True)
+class GroupKey:
+    name: str  # k0, k1, ... in the bounded SQL and the released relation
+    expression: exp.Expr  # resolved row-level expression
+    domain: tuple[DomainValue, ...]
+    sql_type: str  # DuckDB type of the key in the released relation
+
+
+def group_keys(shape: QueryShape) -> tuple[GroupKey, ...]:
+    keys = []
+    for index, item in enumerate(shape.group):
+        target = _dereference(item, shape)
+        resolved = check_predicate(target, shape.scope, "GROUP BY")
+        unwrapped = target.this if isinstance(target, exp.Paren) else target
+        if isinstance(unwrapped, exp.WidthBucket):
+            domain, sql_type = _bucket_domain(unwrapped)
+        else:
+            domain, sql_type = _domain(resolved, shape.scope, target)
+        keys.append(GroupKey(f"k{index}", resolved, domain, sql_type))
+    if len({k.expression.sql() for k in keys}) != len(keys):
+        raise Rejected("GROUP BY lists the same key twice")
+    cells = math.prod(len(k.domain) for k in keys)
+    if cells > MAX_CELLS:
+        raise Rejected(
+            f"GROUP BY would release {cells:,} groups; dpproxy releases at most {MAX_CELLS:,}",
+            hint="group by fewer or coarser keys",
+        )
+    return tuple(keys)
+
+
+def domain_cells(keys: tuple[GroupKey, ...]) -> list[tuple[DomainValue, ...]]:
+    return list(itertools.product(*(k.domain for k in keys)))
+
+
+def _dereference(item: exp.Expr, shape: QueryShape) -> exp.Expr:
+    """GROUP BY 2 and GROUP BY alias refer to the select list, as in PostgreSQL."""
+    if isinstance(item, exp.Literal) and item.is_int:
+        position = int(item.this)
+        if not 1 <= position <= len(shape.select):
+            raise Rejected(f"GROUP BY position {position} is not in select list", sqlstate="42P10")
+        chosen = shape.select[position - 1]
+        return chosen.this if isinstance(chosen, exp.Alias) else chosen
+    if isinstance(item, exp.Column) and not item.table:
+        for chosen in shape.select:
+            if isinstance(chosen, exp.Alias) and chosen.alias.lower() == item.name.lower():
+                unaliased: exp.Expr = chosen.this
+                if unaliased.find(exp.AggFunc):
+                    raise Rejected(
+                        "aggregate functions are not allowed in GROUP BY", sqlstate="42803"
+                    )
+                if not any(s.table.columns.get(item.name.lower()) for s in shape.scope.sources):
+                    return unaliased
+    return item
+
+
+def _domain(key: exp.Expr, scope: Scope, original: exp.Expr) -> tuple[tuple[DomainValue, ...], str]:
+    node = key.this if isinstance(key, exp.Paren) else key
+    if isinstance(node, exp.Column):
+        column = scope.info(node)
+        if column.policy.domain is not None:
+            return tuple(column.policy.domain), KEY_TYPES.get(column.type, "VARCHAR")
+        table = next(s.table.name for s in scope.sources if s.alias == node.table)
+        raise _no_domain(original, f"[tables.{table}.columns.{column.name}] domain")
+    if isinstance(node, exp.Case):
+        values: list[DomainValue] = []
+        branches = [b.args["true"] for b in node.args.get("ifs", [])]
+        default = node.args.get("default")
+        for branch in [*branches, *([default] if default is not None else [])]:
+            values.append(_literal(branch, original))
+        if default is None:
+            values.append(None)
+        unique = tuple(dict.fromkeys(values))
+        return unique, _literal_type(unique)
+    if isinstance(
+        node,
+        (
+            exp.EQ,
+            exp.NEQ,
+            exp.GT,
+            exp.GTE,
+            exp.LT,
+            exp.LTE,
+            exp.Like,
+            exp.ILike,
+            exp.In,
+            exp.Between,
+            exp.Is,
+            exp.Not,
+            exp.And,
+            exp.Or,
+        ),
+    ):
+        return (True, False, None), "BOOLEAN"
+    raise _no_domain(original, "a public domain")
+
+
+def _bucket_domain(node: exp.WidthBucket) -> tuple[tuple[DomainValue, ...], str]:
+    buckets = node.args.get("num_buckets")
+    if not (isinstance(buckets, exp.Literal) and buckets.is_int):
+        raise Rejected("width_bucket(x, lo, hi, n) needs a constant whole number n")
+    return (*range(int(buckets.this) + 2), None), "BIGINT"
+
+
+def _literal(node: exp.Expr, original: exp.Expr) -> DomainValue:
+    if isinstance(node, exp.Null):
+        return None
+    if isinstance(node, exp.Boolean):
+        return bool(node.this)
+    if isinstance(node, exp.Literal):
+        if node.is_string:
+            return str(node.this)
+        number = float(node.this)
+        return int(number) if node.is_int else number
+    if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
+        value = _literal(node.this, original)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return -value
+    raise _no_domain(original, "CASE branches that are all constants")
+
+
+def _literal_type(values: tuple[DomainValue, ...]) -> str:
+    present = [v for v in values if v is not None]
+    if all(isinstance(v, bool) for v in present):
+        return "BOOLEAN"
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in present):
+        return "BIGINT"
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
+        return "DOUBLE"
+    if all(isinstance(v, str) for v in present):
+        return "VARCHAR"
+    raise Rejected("CASE branches in GROUP BY must all be of one type")
+
+
+def _no_domain(key: exp.Expr, what: str) -> Rejected:
+    return Rejected(
+        f"GROUP BY {key.sql(dialect='postgres')} needs {what}: dpproxy releases only group "
+        "keys from a public list of values, because keys taken from the data could reveal "
+        "a single person",
+        hint=(
+            "group by a column whose policy declares domain = [...], a CASE with constant "
+            "results, a condition, or width_bucket(x, lo, hi, n); releasing keys found in "
+            "the data (partition selection, which needs δ > 0) is not available yet"
+        ),
+    )

@@ -1,0 +1,82 @@
+"""The tables a query reads (FROM and JOINs) and how its column names resolve.
+
+Each source gets a generated alias (``t0``, ``t1``, …) used in the rewritten SQL; a column
+the analyst wrote (``v.cost``, ``cost``) resolves to exactly one source's column, or the
+query is rejected as PostgreSQL would (unknown or ambiguous column, unknown table).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from rewriter.catalog import ColumnInfo, TableInfo
+from rewriter.errors import Rejected
+
+
+@dataclass(frozen=True)
+class Source:
+    table: TableInfo
+    reference: str  # the name or alias the query uses
+    alias: str  # t0, t1, ... in the rewritten SQL
+
+
+@dataclass(frozen=True)
+class Join:
+    source: Source
+    kind: str  # "inner" or "left"
+    on: exp.Expr  # as the analyst wrote it (resolved by the bounding pass)
+
+
+@dataclass(frozen=True)
+class Scope:
+    sources: tuple[Source, ...]
+
+    @property
+    def protected(self) -> tuple[Source, ...]:
+        return tuple(s for s in self.sources if not s.table.policy.public)
+
+    @property
+    def driver(self) -> Source:
+        """The first protected source: its privacy unit identifies the persons."""
+        protected = self.protected
+        if not protected:
+            raise Rejected(
+                "the query reads only public lookup tables; aggregate a protected table",
+            )
+        return protected[0]
+
+    def resolve(self, column: exp.Column, where: str) -> exp.Column:
+        """The column as the rewritten SQL names it: alias-qualified and quoted."""
+        source, info = self.lookup(column, where)
+        return exp.column(info.name, table=source.alias, quoted=True)
+
+    def lookup(self, column: exp.Column, where: str) -> tuple[Source, ColumnInfo]:
+        if column.args.get("db") is not None or column.args.get("catalog") is not None:
+            raise Rejected(f"schema-qualified column references are not supported in {where}")
+        qualifier = column.table
+        if qualifier:
+            for source in self.sources:
+                if qualifier.lower() in (source.reference.lower(), source.alias):
+                    return source, source.table.column(column.name)
+            raise Rejected(f'missing FROM-clause entry for table "{qualifier}"', sqlstate="42P01")
+        found = [s for s in self.sources if s.table.columns.get(column.name.lower())]
+        if len(found) > 1:
+            raise Rejected(
+                f'column reference "{column.name}" is ambiguous',
+                sqlstate="42702",
+                hint="qualify it with its table's name or alias",
+            )
+        if not found:
+            if len(self.sources) == 1:
+                self.sources[0].table.column(column.name)  # raises with the column list
+            raise Rejected(f'column "{column.name}" does not exist', sqlstate="42703")
+        return found[0], found[0].table.column(column.name)
+
+    def info(self, resolved: exp.Column) -> ColumnInfo:
+        """The ColumnInfo of a column already resolved by :meth:`resolve`."""
+        for source in self.sources:
+            if source.alias == resolved.table:
+                return source.table.column(resolved.name)
+        raise ValueError(f"unresolved column {resolved.sql()}")

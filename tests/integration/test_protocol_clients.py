@@ -1,0 +1,205 @@
+"""Client matrix: a DP query, with and without a parameter, from psycopg (text, binary,
+parameters, pipeline), asyncpg and node-postgres, against both backends."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from proxy.demo_data import DemoSize, generate, load_postgres, write_duckdb
+from tests.integration.server import PASSWORDS, RunningServer, dpproxy, start, write_config
+
+pytestmark = pytest.mark.integration
+
+PATIENTS = 500
+SCHEMA = f"dpproxy_protocol_{uuid.uuid4().hex[:8]}"  # unique: test runs may overlap
+COUNT = "SELECT COUNT(*) FROM visits"
+BY_DEPARTMENT = "SELECT COUNT(*) FROM visits WHERE department = $1"
+DEPARTMENT = "Cardiology"
+NODE_PG_DIR = Path(os.environ.get("DPPROXY_NODE_PG_DIR", Path.home() / ".cache/dpproxy/node-pg"))
+
+
+@pytest.fixture(scope="module")
+def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("protocol-demo")
+    write_duckdb(generate(DemoSize(patients=PATIENTS)), directory / "demo.duckdb")
+    return directory
+
+
+@pytest.fixture(scope="module", params=["duckdb", "postgres"])
+def server(
+    request: pytest.FixtureRequest, demo_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RunningServer]:
+    directory = tmp_path_factory.mktemp(f"protocol-{request.param}")
+    (directory / "demo.duckdb").symlink_to(demo_dir / "demo.duckdb")
+    backend = ""
+    if request.param == "postgres":
+        dsn = request.getfixturevalue("pg_dsn")
+        load_postgres(generate(DemoSize(patients=PATIENTS)), dsn, schema=SCHEMA)
+        backend = f'engine = "postgres"\ndsn = "{dsn}"\nschema = "{SCHEMA}"\n#'
+    running = start(write_config(directory, backend=backend))
+    yield running
+    log = running.stop()
+    assert "Traceback" not in log, log
+    if request.param == "postgres":
+        with psycopg.connect(request.getfixturevalue("pg_dsn"), autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
+
+
+def audited_sql(server: RunningServer, limit: int = 5) -> list[str]:
+    result = dpproxy(
+        "audit", "list", "--analyst", "alice", "--limit", str(limit), "--json",
+        "--config", str(server.config),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return [str(json.loads(line)["sql"]) for line in result.stdout.splitlines()]
+
+
+def plausible(count: object) -> None:
+    assert isinstance(count, int) and -1000 < count < 100_000, count
+
+
+@pytest.mark.parametrize("binary", [False, True], ids=["text", "binary"])
+def test_psycopg_text_and_binary_with_parameter(server: RunningServer, binary: bool) -> None:
+    with psycopg.connect(server.dsn("alice"), autocommit=True) as conn:
+        cur = conn.cursor(binary=binary)
+        row = cur.execute(COUNT).fetchone()
+        assert row is not None
+        plausible(row[0])
+        row = cur.execute(BY_DEPARTMENT.replace("$1", "%s"), [DEPARTMENT]).fetchone()
+        assert row is not None
+        plausible(row[0])
+        assert cur.description is not None and cur.description[0].name == "count"
+    assert f"department = '{DEPARTMENT}'" in audited_sql(server)[-1]  # the bound SQL
+
+
+def test_psycopg_typed_parameters(server: RunningServer) -> None:
+    # int and float go in binary, str as text of unknown type: all bound as literals.
+    sql = (
+        "SELECT COUNT(*) FROM visits WHERE length_of_stay >= %s AND cost < %s AND department <> %s"
+    )
+    with psycopg.connect(server.dsn("alice"), autocommit=True) as conn:
+        row = conn.execute(sql, [2, 1e9, "O'Brien"]).fetchone()
+        assert row is not None
+        plausible(row[0])
+    assert audited_sql(server)[-1].endswith(
+        "length_of_stay >= 2 AND cost < 1000000000.0 AND department <> 'O''Brien'"
+    )
+
+
+def test_psycopg_pipeline(server: RunningServer) -> None:
+    with psycopg.connect(server.dsn("alice"), autocommit=True) as conn:
+        with conn.pipeline():
+            first = conn.execute(COUNT)
+            second = conn.execute(BY_DEPARTMENT.replace("$1", "%s"), [DEPARTMENT])
+            shown = conn.execute("SHOW dpproxy.epsilon")
+        row1, row2 = first.fetchone(), second.fetchone()
+        assert row1 is not None and row2 is not None
+        plausible(row1[0])
+        plausible(row2[0])
+        assert shown.fetchone() == ("1",)
+        with pytest.raises(psycopg.errors.FeatureNotSupported), conn.pipeline():
+            conn.execute("SELECT * FROM visits")
+            conn.execute(COUNT)  # skipped after the error
+        assert conn.execute("SHOW dpproxy.epsilon").fetchone() == ("1",)  # usable again
+
+
+def test_psycopg_prepared_then_deallocated(server: RunningServer) -> None:
+    with psycopg.connect(server.dsn("alice"), autocommit=True) as conn:
+        for _ in range(6):  # psycopg prepares a named statement after 5 executions
+            conn.execute(BY_DEPARTMENT.replace("$1", "%s"), [DEPARTMENT]).fetchone()
+        conn.execute("DEALLOCATE ALL")
+        conn.execute("DISCARD ALL")
+        with pytest.raises(psycopg.errors.InvalidSqlStatementName):
+            conn.execute("DEALLOCATE nope")
+        row = conn.execute(BY_DEPARTMENT.replace("$1", "%s"), [DEPARTMENT]).fetchone()
+        assert row is not None
+
+
+def test_asyncpg(server: RunningServer) -> None:
+    asyncpg = pytest.importorskip("asyncpg")
+
+    async def run() -> tuple[object, object, list[object]]:
+        conn = await asyncpg.connect(server.dsn("alice"))
+        try:
+            total = await conn.fetchval(COUNT)
+            by_department = await conn.fetchval(BY_DEPARTMENT, DEPARTMENT)
+            statement = await conn.prepare(BY_DEPARTMENT)
+            types = [t.name for t in statement.get_parameters()]
+            return total, by_department, types
+        finally:
+            await conn.close()
+
+    total, by_department, types = asyncio.run(run())
+    plausible(total)
+    plausible(by_department)
+    assert types == ["text"]
+    assert f"department = '{DEPARTMENT}'" in audited_sql(server)[-1]
+
+
+NODE_SCRIPT = """
+const { Client } = require('pg');
+(async () => {
+  const client = new Client({ connectionString: process.env.DSN });
+  await client.connect();
+  const total = await client.query('SELECT COUNT(*) FROM visits');
+  const byDepartment = await client.query(
+    'SELECT COUNT(*) FROM visits WHERE department = $1', ['Cardiology']);
+  await client.end();
+  console.log(JSON.stringify([total.rows[0].count, byDepartment.rows[0].count]));
+})().catch((e) => { console.error(e); process.exit(1); });
+"""
+
+
+@pytest.fixture(scope="session")
+def node_pg() -> Path:
+    """A directory whose node_modules holds `pg` (installed with npm on first use)."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("node and npm are needed for the node-postgres test in CI")
+        pytest.skip("node or npm is not installed")
+    if not (NODE_PG_DIR / "node_modules" / "pg").is_dir():
+        NODE_PG_DIR.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(
+            [npm, "install", "--prefix", str(NODE_PG_DIR), "--no-audit", "--no-fund", "pg@8"],
+            capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
+        if done.returncode != 0:
+            message = f"npm install pg failed: {done.stderr[-2000:]}"
+            if os.environ.get("CI") == "true":
+                pytest.fail(message)
+            pytest.skip(message)
+    return NODE_PG_DIR
+
+
+def test_node_postgres(server: RunningServer, node_pg: Path) -> None:
+    env = {
+        **os.environ,
+        "DSN": server.dsn("alice") + "?sslmode=disable",
+        "NODE_PATH": str(node_pg / "node_modules"),
+    }
+    done = subprocess.run(
+        ["node", "-e", NODE_SCRIPT], capture_output=True, text=True, env=env, timeout=60,
+        check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    total, by_department = json.loads(done.stdout)
+    plausible(int(total))
+    plausible(int(by_department))
+    assert f"department = '{DEPARTMENT}'" in audited_sql(server)[-1]
+
+
+def test_password_is_checked_for_every_client(server: RunningServer) -> None:
+    assert PASSWORDS["alice"]
+    with pytest.raises(psycopg.OperationalError):
+        psycopg.connect(server.dsn("alice", "wrong"), connect_timeout=10)

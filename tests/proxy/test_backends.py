@@ -1,0 +1,124 @@
+"""Backends with genuinely slow SQL: cancel, statement timeout, read-only, the pool."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import duckdb
+import psycopg
+import pytest
+
+from proxy.backends import BackendError, CancelToken, QueryCanceled
+from proxy.backends.duckdb import DuckDBBackend
+from proxy.backends.postgres import PostgresBackend
+
+SLOW_DUCKDB = (
+    "SELECT COUNT(*) FROM range(100000000) a, range(100000000) b WHERE a.range + b.range = -1"
+)
+
+
+@pytest.fixture
+def duck(tmp_path: Path) -> Path:
+    path = tmp_path / "t.duckdb"
+    with duckdb.connect(str(path)) as conn:
+        conn.execute("CREATE TABLE t AS SELECT range AS x FROM range(10)")
+    return path
+
+
+async def cancel_after(token: CancelToken, seconds: float) -> None:
+    await asyncio.sleep(seconds)
+    token.cancel()
+
+
+def test_duckdb_cancel_stops_a_slow_query(duck: Path) -> None:
+    async def run() -> float:
+        backend = DuckDBBackend(duck, timeout_seconds=60)
+        token = CancelToken()
+        started = time.monotonic()
+        try:
+            canceller = asyncio.create_task(cancel_after(token, 0.3))
+            with pytest.raises(QueryCanceled):
+                await backend.fetch_all(SLOW_DUCKDB, token)
+            await canceller
+            assert await backend.fetch_all("SELECT SUM(x) FROM t", CancelToken()) == [(45,)]
+        finally:
+            await backend.close()
+        return time.monotonic() - started
+
+    assert asyncio.run(run()) < 5
+
+
+def test_duckdb_timeout_and_read_only(duck: Path) -> None:
+    async def run() -> None:
+        backend = DuckDBBackend(duck, timeout_seconds=0.3)
+        try:
+            with pytest.raises(BackendError, match="statement timeout") as caught:
+                await backend.fetch_all(SLOW_DUCKDB, CancelToken())
+            assert not isinstance(caught.value, QueryCanceled)
+            with pytest.raises(BackendError, match="read-only"):
+                await backend.fetch_all("CREATE TABLE u (x INT)", CancelToken())
+            token = CancelToken()
+            token.cancel()  # canceled before it started: never runs
+            with pytest.raises(QueryCanceled):
+                await backend.fetch_all("SELECT 1", token)
+        finally:
+            await backend.close()
+
+    asyncio.run(run())
+
+
+@pytest.mark.postgres
+def test_postgres_cancel_stops_pg_sleep(pg_dsn: str) -> None:
+    async def run() -> float:
+        backend = PostgresBackend(pg_dsn, pool_size=2, timeout_seconds=60)
+        token = CancelToken()
+        started = time.monotonic()
+        try:
+            canceller = asyncio.create_task(cancel_after(token, 0.3))
+            with pytest.raises(QueryCanceled):
+                await backend.fetch_all("SELECT pg_sleep(5)", token)
+            await canceller
+            elapsed = time.monotonic() - started
+            assert await backend.fetch_all("SELECT 1", CancelToken()) == [(1,)]
+        finally:
+            await backend.close()
+        return elapsed
+
+    assert asyncio.run(run()) < 3
+
+
+@pytest.mark.postgres
+def test_postgres_pool_is_bounded_read_only_and_timed(pg_dsn: str) -> None:
+    async def run() -> None:
+        backend = PostgresBackend(pg_dsn, pool_size=2, timeout_seconds=0.5)
+        try:
+            rows = await asyncio.gather(
+                *(backend.fetch_all("SELECT pg_sleep(0.05), 1", CancelToken()) for _ in range(8))
+            )
+            assert all(r == [("", 1)] for r in rows)
+            assert len(backend._all) <= 2  # never more connections than pool_size
+            shown = await backend.fetch_all("SHOW transaction_read_only", CancelToken())
+            assert shown == [("on",)]
+            with pytest.raises(BackendError, match="read-only"):
+                await backend.fetch_all("CREATE TABLE dpproxy_nope (x int)", CancelToken())
+            with pytest.raises(BackendError, match="statement timeout"):
+                await backend.fetch_all("SELECT pg_sleep(3)", CancelToken())
+            # A connection killed under the pool is replaced.
+            pids = {r[0] for r in await backend.fetch_all("SELECT pg_backend_pid()", CancelToken())}
+            with psycopg.connect(pg_dsn, autocommit=True) as admin:
+                for pid in pids:
+                    admin.execute("SELECT pg_terminate_backend(%s)", [pid])
+            for _ in range(3):
+                try:
+                    assert await backend.fetch_all("SELECT 1", CancelToken()) == [(1,)]
+                    break
+                except BackendError:
+                    continue  # the dead connection is found and closed, not reused
+            else:
+                pytest.fail("the pool did not replace a terminated connection")
+        finally:
+            await backend.close()
+
+    asyncio.run(run())

@@ -1,0 +1,155 @@
+"""Parameters bound through sqlglot's tree; value codecs (text and binary) without I/O."""
+
+from __future__ import annotations
+
+import datetime as dt
+import struct
+import uuid
+from decimal import Decimal
+
+import pytest
+import sqlglot
+from hypothesis import given
+from hypothesis import strategies as st
+
+from proxy import parameters
+from proxy.extended import column_formats
+from proxy.protocol import values
+from proxy.seam import QueryError
+
+SQL = "SELECT COUNT(*) FROM visits WHERE department = $1 AND cost > $2"
+
+
+def bind(sql: str, declared: list[int], params: list[bytes | None], fmts: list[int]) -> str:
+    return parameters.bind(parameters.prepare(sql, declared), fmts, params)
+
+
+def test_types_are_declared_else_cast_else_text() -> None:
+    parsed = parameters.prepare("SELECT $1, $2::int, $3::date, $4", [0, 0, 0, values.INT8])
+    assert parsed.parameter_types == (values.TEXT, values.INT4, values.DATE, values.INT8)
+    assert parameters.prepare("SELECT 1", []).parameter_types == ()
+    assert parameters.prepare("SELECT '$1'", []).parameter_types == ()  # inside a string
+
+
+def test_text_parameters_become_quoted_literals() -> None:
+    bound = bind(SQL, [], [b"x' OR '1'='1", b"100"], [])
+    assert bound == (
+        "SELECT COUNT(*) FROM visits WHERE department = 'x'' OR ''1''=''1' AND cost > '100'"
+    )
+    assert sqlglot.parse_one(bound, dialect="postgres") is not None
+
+
+@pytest.mark.parametrize(
+    ("oid", "data", "fmt", "expected"),
+    [
+        (values.INT2, struct.pack("!h", -3), 1, "-3"),
+        (values.INT4, struct.pack("!i", 7), 1, "7"),
+        (values.INT8, struct.pack("!q", 2**40), 1, "1099511627776"),
+        (values.INT8, b"42", 0, "42"),
+        (values.FLOAT8, struct.pack("!d", 0.5), 1, "0.5"),
+        (values.FLOAT4, struct.pack("!f", 1.5), 1, "1.5"),
+        (values.FLOAT8, b"NaN", 0, "CAST('NaN' AS DOUBLE PRECISION)"),
+        (values.NUMERIC, b"12.50", 0, "12.50"),
+        (values.BOOL, b"\x01", 1, "TRUE"),
+        (values.BOOL, b"off", 0, "FALSE"),
+        (values.TEXT, b"caf\xc3\xa9", 1, "'café'"),
+        (values.VARCHAR, b"a", 0, "'a'"),
+        (values.DATE, struct.pack("!i", 1), 1, "CAST('2000-01-02' AS DATE)"),
+        (values.DATE, b"2024-02-29", 0, "CAST('2024-02-29' AS DATE)"),
+        (values.TIMESTAMP, struct.pack("!q", 1_500_000), 1,
+         "CAST('2000-01-01 00:00:01.500000' AS TIMESTAMP)"),
+        (values.UUID, uuid.UUID(int=1).bytes, 1, "'00000000-0000-0000-0000-000000000001'"),
+        (values.INT4, None, 1, "NULL"),
+    ],
+)  # fmt: skip
+def test_typed_values(oid: int, data: bytes | None, fmt: int, expected: str) -> None:
+    assert bind("SELECT $1", [oid], [data], [fmt]) == f"SELECT {expected}"
+
+
+@pytest.mark.parametrize(
+    ("oid", "data", "fmt", "sqlstate"),
+    [
+        (values.INT4, b"1; DROP TABLE x", 0, "22P02"),
+        (values.INT2, b"40000", 0, "22003"),
+        (values.FLOAT8, b"1e", 0, "22P02"),
+        (values.NUMERIC, b"1 OR 1=1", 0, "22P02"),
+        (values.INT4, b"\x00\x01", 1, "22P03"),
+        (values.UUID, b"nope", 0, "22P02"),
+        (values.TEXT, b"\xff", 0, "22021"),
+        (values.TEXT, b"a\x00b", 0, "22021"),
+        (600, b"(1,2)", 0, "0A000"),  # point
+        (values.INT4, b"1", 2, "08P01"),
+    ],
+)
+def test_bad_values_are_refused(oid: int, data: bytes, fmt: int, sqlstate: str) -> None:
+    with pytest.raises(QueryError) as caught:
+        bind("SELECT $1", [oid], [data], [fmt])
+    assert caught.value.sqlstate == sqlstate
+    assert caught.value.message.startswith("parameter $1: ")
+
+
+def test_counts_must_match() -> None:
+    with pytest.raises(QueryError, match="supplies 1 parameters.*requires 2"):
+        bind(SQL, [], [b"a"], [])
+    with pytest.raises(QueryError, match="parameter formats"):
+        bind(SQL, [], [b"a", b"b"], [0, 0, 0])
+    with pytest.raises(QueryError, match="multiple commands"):
+        parameters.prepare("SELECT $1; SELECT 2", [])
+
+
+def test_describe_uses_nulls_and_formats_per_column() -> None:
+    assert parameters.describe_sql(parameters.prepare(SQL, [])).endswith(
+        "department = NULL AND cost > NULL"
+    )
+    assert column_formats([], 2) == (0, 0)
+    assert column_formats([1], 2) == (1, 1)
+    with pytest.raises(QueryError, match="result formats"):
+        column_formats([0, 1, 1], 2)
+
+
+@given(st.text())
+def test_any_text_stays_one_string_literal(text: str) -> None:
+    data = text.encode("utf-8")
+    try:
+        bound = bind("SELECT $1", [], [data], [])
+    except QueryError as error:
+        assert "\x00" in text and error.sqlstate == "22021"
+        return
+    tree = sqlglot.parse_one(bound, dialect="postgres")
+    literal = tree.expressions[0]
+    assert isinstance(literal, sqlglot.exp.Literal) and literal.is_string
+    assert literal.this == text
+
+
+@given(st.integers(min_value=-(2**63), max_value=2**63 - 1))
+def test_int8_binary_round_trip(number: int) -> None:
+    assert (
+        values.decode_parameter(values.INT8, values.encode_binary(values.INT8, str(number)), 1)
+        == number
+    )
+
+
+@given(
+    st.decimals(
+        allow_nan=False, allow_infinity=False, places=4, min_value=-(10**12), max_value=10**12
+    )
+)
+def test_numeric_binary_round_trip(number: Decimal) -> None:
+    encoded = values.encode_binary(values.NUMERIC, str(number))
+    assert values.decode_parameter(values.NUMERIC, encoded, 1) == number
+
+
+@given(st.floats(allow_nan=False))
+def test_float8_binary_round_trip(number: float) -> None:
+    encoded = values.encode_binary(values.FLOAT8, repr(number))
+    assert values.decode_parameter(values.FLOAT8, encoded, 1) == number
+
+
+def test_binary_results_of_other_types_are_refused() -> None:
+    with pytest.raises(values.ValueFormatError, match="binary format"):
+        values.encode_binary(values.TIMESTAMP, "2020-01-01 00:00:00")
+    assert values.encode_binary(values.DATE, "2000-01-03") == struct.pack("!i", 2)
+    assert values.decode_parameter(values.DATE, b"infinity", 0) == "infinity"
+    assert values.decode_parameter(values.TIMESTAMPTZ, struct.pack("!q", 0), 1) == dt.datetime(
+        2000, 1, 1, tzinfo=dt.UTC
+    )

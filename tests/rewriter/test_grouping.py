@@ -1,0 +1,137 @@
+"""GROUP BY: public domains, per-unit group bounding, and its privacy map."""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rewriter import Catalog, ColumnPolicy, PlanRequest, TablePolicy, build_catalog, plan
+from tests.rewriter import reference
+from tests.rewriter.tables import COLUMNS, Row, catalog, duckdb_with
+
+
+class ZeroNoise:
+    def discrete_laplace(self, scale: float) -> int:
+        return 0
+
+
+def catalog_with_groups(max_groups: int) -> Catalog:
+    policy = TablePolicy(
+        privacy_unit="patient_id",
+        max_rows_per_unit=3,
+        max_groups_per_unit=max_groups,
+        columns={
+            "cost": ColumnPolicy(lower=0, upper=100),
+            "stay": ColumnPolicy(lower=1, upper=10),
+            "department": ColumnPolicy(domain=["A", "B", "C"]),
+        },
+    )
+    return build_catalog({"visits": COLUMNS}, {"visits": policy}, schema="main")
+
+
+def test_every_domain_value_is_released_and_nothing_else() -> None:
+    query_plan = plan(
+        "SELECT department, COUNT(*) FROM visits GROUP BY department",
+        catalog("main"),
+        PlanRequest(1.0),
+    )
+    rows: list[Row] = [(1, 1, "A", 1.0, 1), (2, 2, "Z", 1.0, 1)]  # Z is not in the domain
+    exact = duckdb_with(rows).execute(query_plan.sql).fetchall()
+    assert exact == [("A", 1)]  # the database drops values outside the domain
+    released = query_plan.release(exact, ZeroNoise())
+    assert released.rows == (("A", 1), ("B", 0), ("C", 0))  # empty groups too
+
+
+def test_group_bounding_keeps_at_most_max_groups_per_unit() -> None:
+    """A patient in three departments counts in only one when max_groups_per_unit = 1."""
+    query_plan = plan(
+        "SELECT department, COUNT(DISTINCT patient_id) FROM visits GROUP BY department",
+        catalog_with_groups(1),
+        PlanRequest(1.0),
+    )
+    rows: list[Row] = [
+        (i, p, d, 1.0, 1)
+        for i, (p, d) in enumerate([(1, "A"), (1, "B"), (1, "C"), (2, "A"), (2, "B"), (3, "C")])
+    ]
+    conn = duckdb_with(rows)
+    chosen = set()
+    for _ in range(40):
+        totals = dict(conn.execute(query_plan.sql).fetchall())
+        assert sum(totals.values()) == 3  # each of the 3 patients counted exactly once
+        chosen.add(tuple(sorted(totals.items())))
+    assert len(chosen) > 1, "the groups kept should be chosen at random"
+
+
+@pytest.mark.parametrize(("max_groups", "expected"), [(1, 1), (2, 2), (5, 3)])
+def test_sensitivity_scales_with_groups(max_groups: int, expected: int) -> None:
+    query_plan = plan(
+        "SELECT department, COUNT(*) FROM visits GROUP BY department",
+        catalog_with_groups(max_groups),
+        PlanRequest(0.5),
+    )
+    (count,) = query_plan.measurements
+    # At most min(max_groups, 3 departments) groups, 3 rows each.
+    assert query_plan.max_groups_per_unit == expected
+    assert count.mechanism.scale == pytest.approx(expected * 3 / 0.5)
+    assert count.mechanism.epsilon() <= 0.5
+
+
+rows_strategy = st.lists(
+    st.tuples(
+        st.integers(1, 6),
+        st.sampled_from(["A", "B", "C", "D"]),
+        st.one_of(st.none(), st.integers(-80, 800).map(lambda k: k / 4)),
+        st.one_of(st.none(), st.integers(-3, 14)),
+    ),
+    max_size=50,
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(rows_strategy)
+def test_grouped_answer_equals_independent_python(
+    data: list[tuple[int, str, float | None, int | None]],
+) -> None:
+    rows: list[Row] = [(i, p, d, c, s) for i, (p, d, c, s) in enumerate(data)]
+    query_plan = plan(
+        "SELECT department, COUNT(*), SUM(stay), SUM(cost) FROM visits "
+        "WHERE stay IS NULL OR stay <> 5 GROUP BY department",
+        catalog_with_groups(3),
+        PlanRequest(1.0),
+    )
+    exact = duckdb_with(rows).execute(query_plan.sql).fetchall()
+    got = sorted([str(k), *(int(v) for v in vs)] for k, *vs in exact)
+
+    def keep(dept: str) -> reference.Callable[[Row], bool]:
+        return lambda r: r[2] == dept and (r[4] is None or r[4] != 5)
+
+    expected = [
+        [
+            d,
+            reference.count_rows(rows, keep(d)),
+            reference.sum_stay(rows, keep(d)),
+            reference.sum_cost_steps(rows, keep(d)),
+        ]
+        for d in ("A", "B", "C")
+        if reference.per_unit(rows, keep(d))
+    ]
+    assert got == expected
+
+
+def test_released_groups_match_on_both_orders() -> None:
+    """Keys come back as database values (dates, numbers) and are matched to the domain."""
+    conn = duckdb.connect()
+    conn.execute(
+        "CREATE TABLE visits (visit_id BIGINT, patient_id BIGINT, department VARCHAR,"
+        " cost DOUBLE, stay INTEGER)"
+    )
+    conn.execute("INSERT INTO visits VALUES (1, 1, 'B', 1, 2), (2, 2, 'A', 1, 2)")
+    query_plan = plan(
+        "SELECT department AS d, COUNT(*) AS n FROM visits GROUP BY d ORDER BY n DESC, d",
+        catalog("main"),
+        PlanRequest(1.0),
+    )
+    released = query_plan.release(conn.execute(query_plan.sql).fetchall(), ZeroNoise())
+    assert released.rows == (("A", 1), ("B", 1), ("C", 0))

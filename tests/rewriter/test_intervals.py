@@ -1,0 +1,82 @@
+"""Interval arithmetic bounds expressions inside aggregates soundly."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import sqlglot
+from hypothesis import given
+from hypothesis import strategies as st
+from sqlglot import exp
+
+from rewriter import Rejected
+from rewriter.intervals import Interval, interval_of
+
+BOUNDS = {"a": Interval(-2, 3, True), "b": Interval(0.5, 4, False), "c": Interval(1, 5, True)}
+
+
+def bounds_of(column: exp.Column) -> Interval:
+    return BOUNDS[column.name]
+
+
+def interval(sql: str) -> Interval:
+    return interval_of(sqlglot.parse_one(sql, read="postgres"), bounds_of)
+
+
+@pytest.mark.parametrize(
+    ("sql", "expected"),
+    [
+        ("a + c", Interval(-1, 8, True)),
+        ("a - c", Interval(-7, 2, True)),
+        ("a * c", Interval(-10, 15, True)),
+        ("a * b", Interval(-8, 12, False)),
+        ("b / 2", Interval(0.25, 2, False)),
+        ("-a", Interval(-3, 2, True)),
+        ("abs(a)", Interval(0, 3, True)),
+        ("CASE WHEN a > 0 THEN 1 ELSE 0 END", Interval(0, 1, True)),
+        ("CASE WHEN a > 0 THEN c END", Interval(1, 5, True)),
+        ("coalesce(a, 10)", Interval(-2, 10, True)),
+        ("greatest(a, 0)", Interval(0, 3, True)),
+        ("round(b)", Interval(0, 4, True)),
+        ("round(b, 1)", Interval(0.5, 4, False)),
+        ("(a + 1) * 2", Interval(-2, 8, True)),
+        ("a * 1.5", Interval(-3, 4.5, False)),
+    ],
+)
+def test_intervals(sql: str, expected: Interval) -> None:
+    assert interval(sql) == expected
+
+
+def test_division_by_a_range_without_zero() -> None:
+    assert interval("a / c") == Interval(-2, 3, False)
+
+
+@pytest.mark.parametrize("sql", ["c / a", "lower(a)", "a || 'x'", "length(a)"])
+def test_unboundable_expressions_are_rejected(sql: str) -> None:
+    with pytest.raises(Rejected):
+        interval(sql)
+
+
+values = st.fixed_dictionaries(
+    {"a": st.integers(-2, 3), "b": st.floats(0.5, 4), "c": st.integers(1, 5)}
+)
+
+
+@given(values)
+def test_sound_for_any_values_within_bounds(v: dict[str, float]) -> None:
+    expressions = {
+        "a * b - c": lambda: v["a"] * v["b"] - v["c"],
+        "abs(a - c) * b": lambda: abs(v["a"] - v["c"]) * v["b"],
+        "(a + b) / c": lambda: (v["a"] + v["b"]) / v["c"],
+        "greatest(a, b) * least(c, 2)": lambda: max(v["a"], v["b"]) * min(v["c"], 2),
+    }
+    for sql, value in expressions.items():
+        found = interval(sql)
+        assert found.lower - 1e-9 <= value() <= found.upper + 1e-9, sql
+
+
+def test_corners_cover_products() -> None:
+    found = interval("a * a")
+    products = [x * y for x, y in itertools.product(range(-2, 4), repeat=2)]
+    assert found.lower <= min(products) and max(products) <= found.upper
