@@ -63,7 +63,8 @@ def differences(settings: Settings, stored: Sequence[StoredAnalyst]) -> list[str
             changed.append("password")
         if changed:
             notes.append(
-                f"[analysts.{name}] {' and '.join(changed)} in the configuration differ from "
+                f"[analysts.{name}] {' and '.join(changed)} in the configuration "
+                f"{'differs' if len(changed) == 1 else 'differ'} from "
                 "the state store, which wins; change them with `dpproxy budget set` or "
                 "`dpproxy analyst passwd`"
             )
