@@ -2,7 +2,7 @@
 
 from rewriter.catalog import Catalog, ColumnInfo, ColumnType, TableInfo, build_catalog
 from rewriter.errors import PolicyError, Rejected, RewriterError
-from rewriter.mechanisms import DiscreteLaplace, NoiseSource, OpenDPNoise
+from rewriter.mechanisms import DiscreteGaussian, DiscreteLaplace, NoiseSource, OpenDPNoise
 from rewriter.plan import Accuracy, Plan, Release, ReleasedValue, ReleaseError
 from rewriter.planner import PlanRequest, plan
 from rewriter.policy import ColumnPolicy, TablePolicy
@@ -13,6 +13,7 @@ __all__ = [
     "ColumnInfo",
     "ColumnPolicy",
     "ColumnType",
+    "DiscreteGaussian",
     "DiscreteLaplace",
     "NoiseSource",
     "OpenDPNoise",

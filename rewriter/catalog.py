@@ -38,6 +38,15 @@ class ColumnInfo:
 
 
 @dataclass(frozen=True)
+class UnitHop:
+    """One step of a foreign-key path to the privacy unit: ``column -> table.referenced``."""
+
+    column: str
+    table: TableInfo
+    referenced: str
+
+
+@dataclass(frozen=True)
 class TableInfo:
     """A table as the database spells it (``schema``, ``name``) with its policy.
 
@@ -49,6 +58,7 @@ class TableInfo:
     columns: Mapping[str, ColumnInfo]
     policy: TablePolicy
     derived: exp.Select | None = None  # a per-unit subquery standing in for a table
+    unit_path: tuple[UnitHop, ...] = ()  # how rows reach their person, if not directly
 
     def column(self, name: str) -> ColumnInfo:
         found = self.columns.get(name.lower())
@@ -62,8 +72,15 @@ class TableInfo:
 
     @property
     def privacy_unit(self) -> ColumnInfo | None:
+        """The column identifying the person, if this table has one directly."""
         unit = self.policy.privacy_unit
-        return None if unit is None else self.columns[unit.lower()]
+        if unit is None or self.policy.unit_link is not None:
+            return None
+        return self.columns[unit.lower()]
+
+    @property
+    def protected(self) -> bool:
+        return not self.policy.public
 
 
 @dataclass(frozen=True)
@@ -119,6 +136,8 @@ def build_catalog(
                     f'"{col}"; columns are {", ".join(sorted(columns))}'
                 )
         unit = policy.privacy_unit
+        if policy.unit_link is not None:
+            unit = policy.unit_link[0]
         if unit is not None and unit.lower() not in columns:
             raise PolicyError(
                 f'[tables.{table_name}] privacy_unit = "{unit}": no such column; columns are '
@@ -136,4 +155,34 @@ def build_catalog(
             for name, ty in columns.items()
         }
         tables[key] = TableInfo(schema=schema, name=db_name, columns=infos, policy=policy)
-    return Catalog(tables)
+    return Catalog({key: _with_path(key, tables, ()) for key in tables})
+
+
+def _with_path(key: str, tables: dict[str, TableInfo], seen: tuple[str, ...]) -> TableInfo:
+    """The table with its foreign-key path to the privacy unit resolved (checked)."""
+    table = tables[key]
+    link = table.policy.unit_link
+    if link is None:
+        return table
+    column, target_name, referenced = link
+    where = f'[tables.{table.name}] privacy_unit = "{table.policy.privacy_unit}"'
+    if key in seen:
+        raise PolicyError(f"{where}: the foreign-key paths form a cycle through {key}")
+    target_key = target_name.lower()
+    if target_key not in tables:
+        raise PolicyError(f'{where}: no table "{target_name}" has a policy; add one')
+    target = _with_path(target_key, tables, (*seen, key))
+    if target.policy.public:
+        raise PolicyError(
+            f'{where}: "{target_name}" is public; the path must reach a protected table'
+        )
+    if referenced.lower() not in target.columns:
+        raise PolicyError(f'{where}: table "{target_name}" has no column "{referenced}"')
+    hop = UnitHop(table.column(column).name, target, target.column(referenced).name)
+    return TableInfo(
+        schema=table.schema,
+        name=table.name,
+        columns=table.columns,
+        policy=table.policy,
+        unit_path=(hop,),
+    )

@@ -1,10 +1,13 @@
 """Noise mechanisms and their privacy maps.
 
-Every released number is an integer aggregate plus discrete Laplace noise (the geometric
-mechanism), sampled exactly by OpenDP from the operating system's secure randomness. A
-:class:`DiscreteLaplace` carries its own privacy map: for an integer aggregate whose value
-changes by at most ``sensitivity`` when one privacy unit's rows are added or removed, the
-release is ``epsilon``-differentially private with ``epsilon = map(sensitivity)``.
+Every released number is an integer aggregate plus integer noise sampled exactly by OpenDP
+from the operating system's secure randomness: discrete Laplace (the geometric mechanism,
+pure ε-DP) or discrete Gaussian (Canonne, Kamath and Steinke 2020, ρ-zCDP). Each mechanism
+carries its own privacy map: :class:`DiscreteLaplace` for an integer aggregate whose value
+changes by at most ``sensitivity`` (L1, over all groups) when one privacy unit's rows are
+added or removed is ``epsilon()``-DP; :class:`DiscreteGaussian` adds independent noise to
+each group's total, one unit changes at most ``groups`` totals by at most ``sensitivity``
+each, and the release is ``rho()``-zCDP (zCDP composes additively over the groups).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from statistics import NormalDist
 from typing import Any, Protocol
 
 import opendp.prelude as dp
@@ -24,20 +28,33 @@ class NoiseSource(Protocol):
 
     def discrete_laplace(self, scale: float) -> int: ...
 
+    def discrete_gaussian(self, scale: float) -> int: ...
+
 
 @lru_cache(maxsize=256)
 def _laplace_measurement(scale: float) -> Any:
     return dp.m.make_laplace(dp.atom_domain(T="i64"), dp.absolute_distance(T="i64"), scale=scale)
 
 
+@lru_cache(maxsize=256)
+def _gaussian_measurement(scale: float) -> Any:
+    return dp.m.make_gaussian(dp.atom_domain(T="i64"), dp.absolute_distance(T="i64"), scale=scale)
+
+
 class OpenDPNoise:
-    """Discrete Laplace noise from OpenDP's exact sampler (OS secure randomness)."""
+    """Discrete Laplace and Gaussian noise from OpenDP's exact samplers (OS randomness)."""
 
     def discrete_laplace(self, scale: float) -> int:
-        noise = _laplace_measurement(scale)(0)
-        if not isinstance(noise, int):
-            raise TypeError(f"OpenDP returned {type(noise).__name__}, expected int")
-        return noise
+        return _integer(_laplace_measurement(scale)(0))
+
+    def discrete_gaussian(self, scale: float) -> int:
+        return _integer(_gaussian_measurement(scale)(0))
+
+
+def _integer(noise: object) -> int:
+    if not isinstance(noise, int):
+        raise TypeError(f"OpenDP returned {type(noise).__name__}, expected int")
+    return noise
 
 
 @dataclass(frozen=True)
@@ -82,3 +99,62 @@ class DiscreteLaplace:
         # P(|Z| > k) = P(|Z| >= k + 1) <= alpha  <=>  k + 1 >= t * ln(2 / (alpha (1 + e^(-1/t))))
         needed = t * math.log(2.0 / (alpha * (1.0 + math.exp(-1.0 / t))))
         return max(0, math.ceil(needed) - 1)
+
+
+@dataclass(frozen=True)
+class DiscreteGaussian:
+    """Discrete Gaussian noise of ``scale`` (σ) added to each of several integer totals, of
+    which one unit changes at most ``groups``, each by at most ``sensitivity``."""
+
+    sensitivity: int
+    scale: float
+    groups: int = 1
+
+    @classmethod
+    def for_rho(cls, sensitivity: int, rho: float, groups: int = 1) -> DiscreteGaussian:
+        """The smallest scale (up to float rounding) whose privacy map stays within rho:
+        σ = Δ·sqrt(groups / (2ρ)) in closed form, nudged up by ulps if OpenDP rounds over."""
+        if sensitivity < 0 or groups < 1:
+            raise ValueError("sensitivity must be non-negative and groups at least 1")
+        if not (math.isfinite(rho) and rho > 0):
+            raise ValueError("rho must be a positive finite number")
+        scale = max(sensitivity, 1) * math.sqrt(groups / (2 * rho))
+        mech = cls(sensitivity, scale, groups)
+        while mech.rho() > rho:
+            scale = math.nextafter(scale, math.inf)
+            mech = cls(sensitivity, scale, groups)
+        return mech
+
+    def rho(self) -> float:
+        """The privacy map: OpenDP's ρ for one total, times the totals one unit changes."""
+        value = _gaussian_measurement(self.scale).map(self.sensitivity)
+        return float(value) * self.groups
+
+    def release(self, exact: int, noise: NoiseSource) -> int:
+        return exact + noise.discrete_gaussian(self.scale)
+
+    def half_width(self, confidence: float = 0.95) -> int:
+        """Smallest k with P(|noise| <= k) >= confidence, from the exact pmf
+        (∝ exp(-x²/2σ²) on the integers), summed far enough into the tails."""
+        if not 0 < confidence < 1:
+            raise ValueError("confidence must be in (0, 1)")
+        return _gaussian_half_width(self.scale, confidence)
+
+
+@lru_cache(maxsize=1024)
+def _gaussian_half_width(scale: float, confidence: float) -> int:
+    if scale > 1e4:  # the continuous Gaussian is within 1e-8 of the discrete one here
+        z = NormalDist().inv_cdf(0.5 + confidence / 2)
+        return math.ceil(z * scale)
+    edge = math.ceil(12 * scale) + 1
+    weights = [math.exp(-(x * x) / (2 * scale * scale)) for x in range(edge + 1)]
+    total = weights[0] + 2 * math.fsum(weights[1:])
+    inside = weights[0]
+    k = 0
+    while inside / total < confidence:
+        k += 1
+        inside += 2 * weights[k]
+    return k
+
+
+Mechanism = DiscreteLaplace | DiscreteGaussian

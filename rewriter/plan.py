@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
-from rewriter.mechanisms import DiscreteLaplace, NoiseSource
+from rewriter.mechanisms import DiscreteGaussian, DiscreteLaplace, NoiseSource
 from rewriter.passes.aggregates import Aggregate
 from rewriter.passes.group_keys import DomainValue, GroupKey, domain_cells
 from rewriter.passes.measurements import MeasurementSpec, OutputSpec
@@ -23,8 +23,9 @@ from rewriter.passes.measurements import MeasurementSpec, OutputSpec
 @dataclass(frozen=True)
 class Measurement:
     spec: MeasurementSpec
-    mechanism: DiscreteLaplace
-    epsilon: float  # the share of the query's epsilon this measurement spends
+    mechanism: DiscreteLaplace | DiscreteGaussian
+    epsilon: float  # the share of the query's epsilon this measurement spends (Laplace)
+    rho: float = 0.0  # the share of the query's rho (Gaussian)
 
 
 @dataclass(frozen=True)
@@ -59,13 +60,30 @@ class Plan:
     measurements: tuple[Measurement, ...]
     outputs: tuple[OutputSpec, ...]
     post_sql: str  # DuckDB SQL over the relation "released"
-    epsilon: float  # what the query costs (pure ε, basic composition of its measurements)
+    epsilon: float  # what the query costs in pure ε (Laplace; basic composition)
     max_rows_per_unit: int
     max_groups_per_unit: int  # groups one unit can affect (1 without GROUP BY)
+    rho: float = 0.0  # what the query costs in zCDP ρ (Gaussian; ρ adds up)
+
+    @property
+    def gaussian(self) -> bool:
+        return self.rho > 0
 
     def privacy_loss(self) -> float:
-        """The sum of the measurements' privacy maps: never more than ``epsilon``."""
-        return sum(m.mechanism.epsilon() for m in self.measurements)
+        """The sum of the Laplace measurements' maps (pure ε): never more than ``epsilon``."""
+        return sum(
+            m.mechanism.epsilon()
+            for m in self.measurements
+            if isinstance(m.mechanism, DiscreteLaplace)
+        )
+
+    def privacy_loss_rho(self) -> float:
+        """The sum of the Gaussian measurements' maps (ρ): never more than ``rho``."""
+        return sum(
+            m.mechanism.rho()
+            for m in self.measurements
+            if isinstance(m.mechanism, DiscreteGaussian)
+        )
 
     @property
     def released_columns(self) -> tuple[tuple[str, str], ...]:

@@ -11,7 +11,7 @@ from typing import Literal
 
 from rewriter.catalog import Catalog
 from rewriter.errors import Rejected
-from rewriter.mechanisms import DiscreteLaplace
+from rewriter.mechanisms import DiscreteGaussian, DiscreteLaplace
 from rewriter.parse import parse_statement
 from rewriter.passes.aggregates import find_aggregates
 from rewriter.passes.bound_per_unit import bounded_query
@@ -19,7 +19,7 @@ from rewriter.passes.check_joins import check_joins
 from rewriter.passes.check_predicate import check_predicate
 from rewriter.passes.check_shape import check_shape
 from rewriter.passes.group_keys import domain_cells, group_keys
-from rewriter.passes.measurements import plan_measurements
+from rewriter.passes.measurements import MeasurementSpec, plan_measurements
 from rewriter.passes.post_process import post_query
 from rewriter.passes.subqueries import expand_subqueries
 from rewriter.plan import Measurement, Plan
@@ -40,10 +40,17 @@ PASSES = (
 )
 
 
+NoiseKind = Literal["laplace", "gaussian"]
+
+
 @dataclass(frozen=True)
 class PlanRequest:
+    """``epsilon``: the query's ε. With ``mechanism="gaussian"`` the query spends
+    ρ = ε²/2 (the zCDP cost of a pure ε query, so noise of about the same size)."""
+
     epsilon: float
     dialect: Dialect = "duckdb"
+    mechanism: NoiseKind = "laplace"
 
 
 def plan(sql: str, catalog: Catalog, request: PlanRequest) -> Plan:
@@ -63,14 +70,10 @@ def plan(sql: str, catalog: Catalog, request: PlanRequest) -> Plan:
     aggregates, post = find_aggregates(shape, keys)
     specs, outputs = plan_measurements(aggregates, joins.max_rows_per_unit)
     groups = min(joins.max_groups_per_unit, len(domain_cells(keys))) if keys else 1
-    share = request.epsilon / len(specs)
-    measurements = tuple(
-        Measurement(s, DiscreteLaplace.for_epsilon(groups * s.unit_bound, share), share)
-        for s in specs
-    )
+    measurements = _measure(specs, groups, request)
     query = bounded_query(
         shape.scope,
-        joins.joins,
+        joins,
         where=where,
         keys=keys,
         measurements=specs,
@@ -84,7 +87,25 @@ def plan(sql: str, catalog: Catalog, request: PlanRequest) -> Plan:
         measurements=measurements,
         outputs=outputs,
         post_sql=post_query(post),
-        epsilon=request.epsilon,
+        epsilon=request.epsilon if request.mechanism == "laplace" else 0.0,
+        rho=request.epsilon**2 / 2 if request.mechanism == "gaussian" else 0.0,
         max_rows_per_unit=joins.max_rows_per_unit,
         max_groups_per_unit=groups,
+    )
+
+
+def _measure(
+    specs: tuple[MeasurementSpec, ...], groups: int, request: PlanRequest
+) -> tuple[Measurement, ...]:
+    """Split the query's ε (Laplace: L1 over the groups) or ρ (Gaussian) equally."""
+    if request.mechanism == "gaussian":
+        rho = request.epsilon**2 / 2 / len(specs)
+        return tuple(
+            Measurement(s, DiscreteGaussian.for_rho(s.unit_bound, rho, groups), 0.0, rho)
+            for s in specs
+        )
+    share = request.epsilon / len(specs)
+    return tuple(
+        Measurement(s, DiscreteLaplace.for_epsilon(groups * s.unit_bound, share), share)
+        for s in specs
     )

@@ -71,7 +71,11 @@ class TablePolicy(BaseModel):
     public: bool = Field(default=False, description="A lookup table without personal data.")
     privacy_unit: str | None = Field(
         default=None,
-        description="The column identifying the person each row belongs to.",
+        description=(
+            "The column identifying the person each row belongs to, or a foreign-key path "
+            'to a table that has one: "l_orderkey -> orders.o_orderkey" (the referenced '
+            "column must be unique, like a primary key)."
+        ),
     )
     max_rows_per_unit: int = Field(
         default=1,
@@ -104,4 +108,21 @@ class TablePolicy(BaseModel):
                 "a protected table needs privacy_unit = '<column identifying the person>' "
                 "(or public = true for a lookup table without personal data)"
             )
+        if self.privacy_unit is not None and "->" in self.privacy_unit:
+            self.unit_link  # noqa: B018 - validates the path's form
         return self
+
+    @property
+    def unit_link(self) -> tuple[str, str, str] | None:
+        """(column, referenced table, referenced column) for a foreign-key path, else None."""
+        unit = self.privacy_unit
+        if unit is None or "->" not in unit:
+            return None
+        column, _, target = (part.strip() for part in unit.partition("->"))
+        table, dot, referenced = target.partition(".")
+        if not (column and table and dot and referenced) or "->" in target:
+            raise ValueError(
+                f'privacy_unit = "{unit}": write a column, or a foreign-key path '
+                '"<column> -> <table>.<column>"'
+            )
+        return column, table.strip(), referenced.strip()

@@ -15,7 +15,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from rewriter.catalog import ColumnType
-from rewriter.passes.check_joins import ResolvedJoin
+from rewriter.passes.check_joins import JoinBounds
 from rewriter.passes.group_keys import GroupKey
 from rewriter.passes.measurements import MeasureKind, MeasurementSpec
 from rewriter.scope import Scope, Source
@@ -31,18 +31,14 @@ REAL_TYPES = (ColumnType.FLOAT, ColumnType.DECIMAL)
 
 def bounded_query(
     scope: Scope,
-    joins: tuple[ResolvedJoin, ...],
+    joins: JoinBounds,
     *,
     where: exp.Expr | None,
     keys: tuple[GroupKey, ...],
     measurements: tuple[MeasurementSpec, ...],
     max_groups: int,
 ) -> exp.Select:
-    driver = scope.driver
-    unit = driver.table.privacy_unit
-    if unit is None:
-        raise ValueError(f"table {driver.table.name} has no privacy unit")
-    unit_ref = _col(unit.name, driver.alias)
+    unit_ref = joins.unit
     inner = exp.select(exp.alias_(unit_ref.copy(), UNIT_COLUMN, quoted=True))
     for key in keys:
         inner = inner.select(exp.alias_(key.expression.copy(), key.name, quoted=True), copy=False)
@@ -52,10 +48,17 @@ def bounded_query(
         # A random draw per (unit, group), independent of the data, to choose the groups.
         inner = inner.select(exp.alias_(exp.Rand(), RANDOM_COLUMN, quoted=True), copy=False)
     inner = inner.from_(_table(scope.sources[0]), copy=False)
-    for join in joins:
+    for join in joins.joins:
         inner = inner.join(
             _table(join.source), on=join.on.copy(), join_type=join.kind.upper(), copy=False
         )
+    for hidden in joins.unit_joins:
+        target = exp.Table(
+            this=exp.to_identifier(hidden.table_name, quoted=True),
+            db=exp.to_identifier(hidden.schema, quoted=True),
+            alias=exp.TableAlias(this=exp.to_identifier(hidden.alias, quoted=True)),
+        )
+        inner = inner.join(target, on=hidden.on.copy(), join_type="INNER", copy=False)
     conditions: list[exp.Expr] = []
     if where is not None:
         conditions.append(exp.Paren(this=where.copy()))
@@ -156,11 +159,15 @@ def clean(expression: exp.Expr, scope: Scope) -> exp.Expr:
         value: exp.Expr = node.copy()
         bounds = info.policy.bounds
         if bounds is not None and info.type is ColumnType.INTEGER:
-            if all(float(b).is_integer() for b in bounds):
-                clamped = _clamp(value, int(bounds[0]), int(bounds[1]))
-            else:
-                clamped = _clamp_real(value, bounds[0], bounds[1])
-            return _when(_present(node), clamped)
+            # CASE keeps NULL as NULL (GREATEST and LEAST would turn it into a bound).
+            low, high = (_integer(int(b)) if float(b).is_integer() else _number(b) for b in bounds)
+            return exp.Case(
+                ifs=[
+                    exp.If(this=exp.LT(this=node.copy(), expression=low.copy()), true=low),
+                    exp.If(this=exp.GT(this=node.copy(), expression=high.copy()), true=high),
+                ],
+                default=value,
+            )
         if info.type in REAL_TYPES:
             if bounds is not None:
                 value = _clamp_real(exp.cast(value, exp.DataType.Type.DOUBLE), *bounds)
@@ -171,25 +178,22 @@ def clean(expression: exp.Expr, scope: Scope) -> exp.Expr:
 
 
 def on_grid(value: exp.Expr, m: MeasurementSpec) -> exp.Expr:
-    """The value clamped to its bounds, as an integer number of grid steps."""
+    """A cleaned value as an integer number of grid steps (NULL stays NULL).
+
+    ``value`` is built from cleaned columns, so it is finite and lies within the interval
+    its bounds were derived for (up to floating-point rounding): its steps fit a BIGINT.
+    No per-row clamp is needed here for privacy: each unit's partial sum of steps is
+    clamped to the unit's limits in the outer query, whatever rounding did.
+    """
     if m.grid is None or m.bounds is None:
         raise ValueError("no grid")
     grid = m.grid
     if grid.step == 1.0 and m.bounds.integer:
-        steps = _clamp(exp.cast(value.copy(), exp.DataType.Type.BIGINT), grid.lower, grid.upper)
-    else:
-        as_double = exp.cast(value.copy(), exp.DataType.Type.DOUBLE)
-        clamped = _clamp_real(as_double, grid.lower * grid.step, grid.upper * grid.step)
-        scaled = exp.Mul(this=clamped, expression=_number(1.0 / grid.step))
-        steps = _clamp(
-            exp.cast(exp.Round(this=scaled), exp.DataType.Type.BIGINT), grid.lower, grid.upper
-        )
-    # GREATEST and LEAST skip NULLs: without this, a NULL would count as the lower bound.
-    return _when(_present(value), steps)
-
-
-def _present(value: exp.Expr) -> exp.Expr:
-    return exp.Not(this=exp.Is(this=value.copy(), expression=exp.Null()))
+        return exp.cast(value.copy(), exp.DataType.Type.BIGINT)
+    scaled = exp.Mul(
+        this=exp.cast(value.copy(), exp.DataType.Type.DOUBLE), expression=_number(1.0 / grid.step)
+    )
+    return exp.cast(exp.Round(this=scaled), exp.DataType.Type.BIGINT)
 
 
 def _when(condition: exp.Expr, value: exp.Expr, otherwise: exp.Expr | None = None) -> exp.Expr:

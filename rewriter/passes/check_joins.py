@@ -1,10 +1,16 @@
-"""Pass 2b: check the joins and derive the per-person bounds of the joined rows.
+"""Pass 2b: check the joins and find how each joined row reaches its person.
 
 Public lookup tables can be joined on any condition: whatever the join multiplies, each
-person's partials are clamped after the join. Protected tables can be joined only along
-the privacy unit (``visits.patient_id = patients.patient_id``), so that every joined row
-still belongs to one person; a person then has at most the product of the tables'
-``max_rows_per_unit`` joined rows.
+person's partials are clamped after the join. Protected tables can be joined only so that
+every joined row still belongs to one person: on their privacy units
+(``visits.patient_id = patients.patient_id``), or along a declared foreign-key path
+(``lineitem.l_orderkey = orders.o_orderkey`` when lineitem's privacy_unit is
+``l_orderkey -> orders.o_orderkey``). A table reaching its person through a path that the
+query does not join explicitly is joined to the path's tables by the rewriter.
+
+Rows per person: the product of the joined protected tables' ``max_rows_per_unit``, except
+that a table joined as the foreign-key parent of another does not multiply its child's rows
+(the referenced column is a key).
 """
 
 from __future__ import annotations
@@ -28,8 +34,20 @@ class ResolvedJoin:
 
 
 @dataclass(frozen=True)
+class HiddenJoin:
+    """A join the rewriter adds to reach the privacy unit along a foreign-key path."""
+
+    table_name: str
+    schema: str
+    alias: str
+    on: exp.Expr
+
+
+@dataclass(frozen=True)
 class JoinBounds:
     joins: tuple[ResolvedJoin, ...]
+    unit_joins: tuple[HiddenJoin, ...]
+    unit: exp.Column  # the privacy unit of the driving table, as the bounded SQL names it
     max_rows_per_unit: int
     max_groups_per_unit: int
 
@@ -41,31 +59,65 @@ def check_joins(shape: QueryShape) -> JoinBounds:
         for j in shape.joins
     )
     protected = scope.protected
+    by_alias = {s.alias: s for s in scope.sources}
+    links: list[tuple[str, str]] = []
+    parents: dict[str, Source] = {}  # child alias -> the source joined as its FK parent
+    for join in resolved:
+        for condition in _conjuncts(join.on):
+            pair = _unit_pair(condition, by_alias)
+            if pair is not None:
+                links.append(pair)
+                continue
+            fk = _foreign_key(condition, by_alias)
+            if fk is not None:
+                child, parent = fk
+                links.append((child, parent))
+                parents.setdefault(child, by_alias[parent])
     linked = {protected[0].alias}
-    unit_pairs = [_unit_pair(c, shape) for j in resolved for c in _conjuncts(j.on)]
     changed = True
     while changed:
         changed = False
-        for pair in unit_pairs:
-            if pair is not None and (pair[0] in linked) != (pair[1] in linked):
-                linked |= set(pair)
+        for a, b in links:
+            if (a in linked) != (b in linked):
+                linked |= {a, b}
                 changed = True
     unlinked = [s for s in protected if s.alias not in linked]
     if unlinked:
-        first = protected[0]
-        unit = first.table.privacy_unit
-        other = unlinked[0]
-        other_unit = other.table.privacy_unit
         raise Rejected(
-            f'protected table "{other.table.name}" must be joined on its privacy unit',
-            hint=(
-                f"join ON {first.reference}.{unit.name if unit else '?'} = "
-                f"{other.reference}.{other_unit.name if other_unit else '?'}"
-            ),
+            f'protected table "{unlinked[0].table.name}" must be joined on its privacy unit '
+            "or along its declared foreign-key path",
+            hint=f"e.g. JOIN … ON {_link_hint(protected[0], unlinked[0])}",
         )
-    rows = math.prod(s.table.policy.max_rows_per_unit for s in protected)
+    excluded = {parent.alias for parent in parents.values()}
+    rows = math.prod(s.table.policy.max_rows_per_unit for s in protected if s.alias not in excluded)
     groups = min(s.table.policy.max_groups_per_unit for s in protected)
-    return JoinBounds(resolved, rows, groups)
+    hidden, unit = _unit_of(scope.driver, parents)
+    return JoinBounds(resolved, hidden, unit, rows, groups)
+
+
+def _unit_of(
+    source: Source, parents: dict[str, Source]
+) -> tuple[tuple[HiddenJoin, ...], exp.Column]:
+    """The joins needed to reach ``source``'s person, and the column that identifies it."""
+    hidden: list[HiddenJoin] = []
+    table, alias = source.table, source.alias
+    while table.unit_path:
+        explicit = parents.get(alias)  # the query joins this hop itself
+        if explicit is not None:
+            more, reached = _unit_of(explicit, parents)
+            return (*hidden, *more), reached
+        hop = table.unit_path[0]
+        target_alias = f"{source.alias}_u{len(hidden) + 1}"
+        on = exp.EQ(
+            this=exp.column(hop.column, table=alias, quoted=True),
+            expression=exp.column(hop.referenced, table=target_alias, quoted=True),
+        )
+        hidden.append(HiddenJoin(hop.table.name, hop.table.schema, target_alias, on))
+        table, alias = hop.table, target_alias
+    column = table.privacy_unit
+    if column is None:
+        raise Rejected(f'table "{table.name}" has no privacy unit')
+    return tuple(hidden), exp.column(column.name, table=alias, quoted=True)
 
 
 def _conjuncts(condition: exp.Expr) -> list[exp.Expr]:
@@ -76,19 +128,55 @@ def _conjuncts(condition: exp.Expr) -> list[exp.Expr]:
     return [condition]
 
 
-def _unit_pair(condition: exp.Expr, shape: QueryShape) -> tuple[str, str] | None:
-    """The two source aliases if ``condition`` equates their privacy units."""
-    if not (
+def _columns(condition: exp.Expr) -> tuple[exp.Column, exp.Column] | None:
+    if (
         isinstance(condition, exp.EQ)
         and isinstance(condition.this, exp.Column)
         and isinstance(condition.expression, exp.Column)
     ):
+        return condition.this, condition.expression
+    return None
+
+
+def _unit_pair(condition: exp.Expr, by_alias: dict[str, Source]) -> tuple[str, str] | None:
+    """The two source aliases if ``condition`` equates their (direct) privacy units."""
+    columns = _columns(condition)
+    if columns is None:
         return None
     ends = []
-    for column in (condition.this, condition.expression):
-        source = next(s for s in shape.scope.sources if s.alias == column.table)
-        unit = source.table.privacy_unit
+    for column in columns:
+        unit = by_alias[column.table].table.privacy_unit
         if unit is None or unit.name != column.name:
             return None
-        ends.append(source.alias)
+        ends.append(column.table)
     return (ends[0], ends[1]) if ends[0] != ends[1] else None
+
+
+def _foreign_key(condition: exp.Expr, by_alias: dict[str, Source]) -> tuple[str, str] | None:
+    """(child alias, parent alias) if ``condition`` follows a declared foreign-key hop."""
+    columns = _columns(condition)
+    if columns is None:
+        return None
+    for child, parent in (columns, columns[::-1]):
+        path = by_alias[child.table].table.unit_path
+        target = by_alias[parent.table].table
+        if (
+            path
+            and path[0].column == child.name
+            and path[0].table.name == target.name
+            and path[0].referenced == parent.name
+            and child.table != parent.table
+        ):
+            return child.table, parent.table
+    return None
+
+
+def _link_hint(first: Source, other: Source) -> str:
+    path = other.table.unit_path
+    if path:
+        return f"{other.reference}.{path[0].column} = <{path[0].table.name}>.{path[0].referenced}"
+    unit, other_unit = first.table.privacy_unit, other.table.privacy_unit
+    return (
+        f"{first.reference}.{unit.name if unit else '?'} = "
+        f"{other.reference}.{other_unit.name if other_unit else '?'}"
+    )

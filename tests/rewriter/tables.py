@@ -62,11 +62,27 @@ DEPARTMENT_COLUMNS = {"name": ColumnType.TEXT, "floor": ColumnType.INTEGER}
 DEPARTMENT_POLICY = TablePolicy(
     public=True, columns={"floor": ColumnPolicy(domain=[1, 2], lower=0, upper=9)}
 )
+RX_COLUMNS = {
+    "rx_id": ColumnType.INTEGER,
+    "visit_id": ColumnType.INTEGER,
+    "dose": ColumnType.INTEGER,
+}
+RX_POLICY = TablePolicy(
+    privacy_unit="visit_id -> visits.visit_id",  # prescriptions reach patients via visits
+    max_rows_per_unit=2,
+    max_groups_per_unit=2,
+    columns={"dose": ColumnPolicy(lower=0, upper=8)},
+)
+# visit 1, 2, 3 are patient 1's; visit 7 is patient 3's; visit 99 does not exist.
+PRESCRIPTIONS = [(1, 1, 5), (2, 1, 10), (3, 2, 1), (4, 3, 7), (5, 7, 2), (6, 7, 3), (7, 99, 1)]
 PATIENTS = [(1, "F", 1950), (2, "M", 1990), (3, "F", 2001), (5, "M", 1970)]
 DEPARTMENTS = [("A", 1), ("B", 2), ("B", 2)]  # B listed twice: a join can multiply rows
 SETUP = [
     "CREATE TABLE {schema}.patients (patient_id BIGINT, sex VARCHAR, birth_year INTEGER)",
     "CREATE TABLE {schema}.departments (name VARCHAR, floor INTEGER)",
+    "CREATE TABLE {schema}.prescriptions (rx_id BIGINT, visit_id BIGINT, dose INTEGER)",
+    "INSERT INTO {schema}.prescriptions VALUES "
+    + ", ".join(f"({r}, {v}, {d})" for r, v, d in PRESCRIPTIONS),
     "INSERT INTO {schema}.patients VALUES "
     + ", ".join(f"({p}, '{s}', {y})" for p, s, y in PATIENTS),
     "INSERT INTO {schema}.departments VALUES " + ", ".join(f"('{n}', {f})" for n, f in DEPARTMENTS),
@@ -75,8 +91,18 @@ SETUP = [
 
 def catalog(schema: str) -> Catalog:
     return build_catalog(
-        {"visits": COLUMNS, "patients": PATIENT_COLUMNS, "departments": DEPARTMENT_COLUMNS},
-        {"visits": POLICY, "patients": PATIENT_POLICY, "departments": DEPARTMENT_POLICY},
+        {
+            "visits": COLUMNS,
+            "patients": PATIENT_COLUMNS,
+            "departments": DEPARTMENT_COLUMNS,
+            "prescriptions": RX_COLUMNS,
+        },
+        {
+            "visits": POLICY,
+            "patients": PATIENT_POLICY,
+            "departments": DEPARTMENT_POLICY,
+            "prescriptions": RX_POLICY,
+        },
         schema=schema,
     )
 

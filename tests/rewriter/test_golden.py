@@ -113,6 +113,12 @@ EXPECTED: dict[str, list[list[object]]] = {
             )
         ]
     ],
+    # Patient 1: prescriptions 1-4 (4 rows, clamped to 2; doses 5+8+1+7 = 21, clamped to
+    # 2 x 8 = 16); patient 3: prescriptions 5, 6 (2 rows, doses 5). Visit 99 has no patient.
+    "unit_path_hidden_join": [[2 + 2, 16 + 5]],
+    # By department (2 groups per patient allowed): patient 1 has 3 rows in A (clamped to
+    # 2) and 1 in B; patient 3 has 2 in B. Joining visits, the parent, multiplies nothing.
+    "unit_path_explicit_join": [["A", 2], ["B", 1 + 2]],
     "shared_measurements": [
         [reference.count_values(SAMPLE_ROWS, 3), reference.sum_cost_steps(SAMPLE_ROWS)]
     ],

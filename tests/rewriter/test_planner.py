@@ -61,6 +61,11 @@ def rejected(sql: str) -> Rejected:
             "ambiguous",
         ),
         ("SELECT COUNT(*) FROM departments", "0A000", "only public"),
+        (
+            "SELECT COUNT(*) FROM prescriptions rx JOIN visits v ON rx.dose = v.stay",
+            "0A000",
+            "foreign-key path",
+        ),
         ("SELECT COUNT(*) FROM visits JOIN visits ON true", "42712", "twice"),
         (
             "SELECT COUNT(*) FROM (SELECT patient_id, department, COUNT(*) FROM visits "
@@ -129,6 +134,59 @@ def test_rejections_say_why(sql: str, code: str, words: str) -> None:
     assert words in error.message
     if code == "0A000":
         assert error.hint
+
+
+def test_path_tables_bound_rows_by_the_child_only() -> None:
+    explicit = plan(
+        "SELECT COUNT(*) FROM prescriptions rx JOIN visits v ON rx.visit_id = v.visit_id",
+        CATALOG,
+        PlanRequest(1.0),
+    )
+    assert explicit.max_rows_per_unit == 2  # visits is the FK parent: not multiplied
+    both = plan(
+        "SELECT COUNT(*) FROM visits a JOIN visits b ON a.patient_id = b.patient_id",
+        CATALOG,
+        PlanRequest(1.0),
+    )
+    assert both.max_rows_per_unit == 9  # 3 x 3
+
+
+@pytest.mark.parametrize(
+    ("unit", "words"),
+    [
+        ("visit_id -> nowhere.visit_id", 'no table "nowhere"'),
+        ("visit_id -> departments.name", "is public"),
+        ("visit_id -> visits.nope", 'no column "nope"'),
+        ("nope -> visits.visit_id", "no such column"),
+        ("visit_id -> visits", "foreign-key path"),
+        ("rx_id -> prescriptions.rx_id", "cycle"),
+    ],
+)
+def test_unit_path_policies_are_checked(unit: str, words: str) -> None:
+    from rewriter import PolicyError, build_catalog
+    from tests.rewriter import tables
+
+    try:
+        policy = tables.RX_POLICY.model_copy(update={"privacy_unit": unit})
+        policy = type(policy).model_validate(policy.model_dump())
+    except ValueError as error:
+        assert words in str(error)
+        return
+    with pytest.raises(PolicyError) as caught:
+        build_catalog(
+            {
+                "visits": tables.COLUMNS,
+                "departments": tables.DEPARTMENT_COLUMNS,
+                "prescriptions": tables.RX_COLUMNS,
+            },
+            {
+                "visits": tables.POLICY,
+                "departments": tables.DEPARTMENT_POLICY,
+                "prescriptions": policy,
+            },
+            schema="main",
+        )
+    assert words in str(caught.value)
 
 
 def test_overlong_query_is_rejected() -> None:
