@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rewriter import DiscreteLaplace, PlanRequest, Rejected, plan
+from rewriter import DiscreteLaplace, PlanRequest, PolicyError, Rejected, build_catalog, plan
+from tests.rewriter import tables
 from tests.rewriter import reference
 from tests.rewriter.tables import Row, catalog, duckdb_with
 
@@ -163,9 +164,6 @@ def test_path_tables_bound_rows_by_the_child_only() -> None:
     ],
 )
 def test_unit_path_policies_are_checked(unit: str, words: str) -> None:
-    from rewriter import PolicyError, build_catalog
-    from tests.rewriter import tables
-
     try:
         policy = tables.RX_POLICY.model_copy(update={"privacy_unit": unit})
         policy = type(policy).model_validate(policy.model_dump())
