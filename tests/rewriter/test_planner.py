@@ -9,8 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rewriter import DiscreteLaplace, PlanRequest, PolicyError, Rejected, build_catalog, plan
-from tests.rewriter import tables
-from tests.rewriter import reference
+from tests.rewriter import reference, tables
 from tests.rewriter.tables import Row, catalog, duckdb_with
 
 CATALOG = catalog("main")
