@@ -108,7 +108,7 @@ def find_aggregates(
         rewritten = rewrite(body, "the select list")
         if rewritten is None:
             raise Rejected("empty select item")
-        select.append(exp.alias_(rewritten, name, quoted=True))
+        select.append(exp.alias_(rewritten, name, quoted=True, copy=False))
     order = None
     if shape.order is not None:
         order = shape.order.copy()

@@ -39,14 +39,20 @@ def bounded_query(
     max_groups: int,
 ) -> exp.Select:
     unit_ref = joins.unit
-    inner = exp.select(exp.alias_(unit_ref.copy(), UNIT_COLUMN, quoted=True))
+    inner = exp.select(exp.alias_(unit_ref.copy(), UNIT_COLUMN, quoted=True, copy=False))
     for key in keys:
-        inner = inner.select(exp.alias_(key.expression.copy(), key.name, quoted=True), copy=False)
+        inner = inner.select(
+            exp.alias_(key.expression.copy(), key.name, quoted=True, copy=False), copy=False
+        )
     for m in measurements:
-        inner = inner.select(exp.alias_(_partial(m, scope), m.key, quoted=True), copy=False)
+        inner = inner.select(
+            exp.alias_(_partial(m, scope), m.key, quoted=True, copy=False), copy=False
+        )
     if keys:
         # A random draw per (unit, group), independent of the data, to choose the groups.
-        inner = inner.select(exp.alias_(exp.Rand(), RANDOM_COLUMN, quoted=True), copy=False)
+        inner = inner.select(
+            exp.alias_(exp.Rand(), RANDOM_COLUMN, quoted=True, copy=False), copy=False
+        )
     inner = inner.from_(_table(scope.sources[0]), copy=False)
     for join in joins.joins:
         inner = inner.join(
@@ -67,7 +73,7 @@ def bounded_query(
     inner = inner.where(exp.and_(*conditions), copy=False)
     inner = inner.group_by(unit_ref.copy(), *(k.expression.copy() for k in keys), copy=False)
 
-    source: exp.Expr = exp.alias_(inner.subquery(), UNIT_ALIAS, quoted=True)
+    source: exp.Expr = exp.alias_(inner.subquery(), UNIT_ALIAS, quoted=True, copy=False)
     per_unit = UNIT_ALIAS
     if keys:
         # Each unit keeps at most max_groups of its groups, chosen at random.
@@ -76,17 +82,19 @@ def bounded_query(
             partition_by=[_col(UNIT_COLUMN, UNIT_ALIAS)],
             order=exp.Order(expressions=[exp.Ordered(this=_col(RANDOM_COLUMN, UNIT_ALIAS))]),
         )
-        ranked = exp.select(exp.Star(), exp.alias_(rank, RANK_COLUMN, quoted=True)).from_(
-            source, copy=False
-        )
+        ranked = exp.select(
+            exp.Star(), exp.alias_(rank, RANK_COLUMN, quoted=True, copy=False)
+        ).from_(source, copy=False)
         per_unit = RANKED_ALIAS
-        source = exp.alias_(ranked.subquery(), RANKED_ALIAS, quoted=True)
+        source = exp.alias_(ranked.subquery(), RANKED_ALIAS, quoted=True, copy=False)
 
     outer = exp.select(*(_col(k.name, per_unit) for k in keys))
     for m in measurements:
         total = exp.Sum(this=_clamp(_col(m.key, per_unit), m.unit_lower, m.unit_upper))
         outer = outer.select(
-            exp.alias_(exp.func("COALESCE", total, exp.Literal.number(0)), m.key, quoted=True),
+            exp.alias_(
+                exp.func("COALESCE", total, exp.Literal.number(0)), m.key, quoted=True, copy=False
+            ),
             copy=False,
         )
     outer = outer.from_(source, copy=False)

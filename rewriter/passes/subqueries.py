@@ -213,12 +213,14 @@ def _per_unit(
             if check_predicate(body, scope, "the subquery").sql() != unit_ref.sql():
                 raise Rejected("a grouped subquery may select its privacy unit and aggregates")
             unit_name = name or unit.name
-            select = select.select(exp.alias_(unit_ref.copy(), unit_name, quoted=True), copy=False)
+            select = select.select(
+                exp.alias_(unit_ref.copy(), unit_name, quoted=True, copy=False), copy=False
+            )
             columns[unit_name.lower()] = ColumnInfo(unit_name, unit.type, ColumnPolicy())
             continue
         name = name or output_name(body)
         value, bounds = _per_unit_value(body, scope, rows)
-        select = select.select(exp.alias_(value, name, quoted=True), copy=False)
+        select = select.select(exp.alias_(value, name, quoted=True, copy=False), copy=False)
         kind = ColumnType.INTEGER if bounds.integer else ColumnType.FLOAT
         policy = ColumnPolicy(lower=bounds.lower, upper=bounds.upper)
         columns[name.lower()] = ColumnInfo(name, kind, policy)
