@@ -1,0 +1,122 @@
+"""Sensitivity on neighbouring databases: removing all rows of one person changes each
+measurement's exact bounded totals (L1, over all groups) by no more than the sensitivity
+the noise is calibrated to. Checked for every query shape the rewriter supports, on random
+data, by running the rewritten SQL on DuckDB for D and for D minus one person."""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rewriter import Catalog, PlanRequest, build_catalog, plan
+from tests.rewriter import tables
+
+QUERIES = [
+    "SELECT COUNT(*), SUM(cost), AVG(stay) FROM visits",
+    "SELECT department, COUNT(*), SUM(stay * 2 - cost), COUNT(DISTINCT patient_id) "
+    "FROM visits GROUP BY department",
+    "SELECT CASE WHEN cost > 50 THEN 'hi' ELSE 'lo' END, VAR_POP(stay), "
+    "COUNT(*) FILTER (WHERE stay > 3) FROM visits GROUP BY 1",
+    "SELECT p.sex, COUNT(*), SUM(v.stay) FROM visits v JOIN patients p "
+    "ON v.patient_id = p.patient_id GROUP BY p.sex",
+    "SELECT COUNT(*), SUM(dose) FROM prescriptions",
+    "SELECT v.department, SUM(rx.dose) FROM prescriptions rx JOIN visits v "
+    "ON rx.visit_id = v.visit_id GROUP BY v.department",
+    "SELECT AVG(n), SUM(total) FROM (SELECT patient_id, COUNT(*) AS n, SUM(cost) AS total "
+    "FROM visits GROUP BY patient_id) s",
+    "SELECT d.floor, COUNT(*) FROM visits v JOIN departments d ON v.department = d.name "
+    "GROUP BY d.floor",
+]
+
+
+def catalog() -> Catalog:
+    """The test tables, with enough groups per person that no group is dropped at random."""
+    policies = {
+        "visits": tables.POLICY.model_copy(update={"max_groups_per_unit": 3}),
+        "patients": tables.PATIENT_POLICY,
+        "departments": tables.DEPARTMENT_POLICY,
+        "prescriptions": tables.RX_POLICY.model_copy(update={"max_groups_per_unit": 3}),
+    }
+    return build_catalog(
+        {
+            "visits": tables.COLUMNS,
+            "patients": tables.PATIENT_COLUMNS,
+            "departments": tables.DEPARTMENT_COLUMNS,
+            "prescriptions": tables.RX_COLUMNS,
+        },
+        policies,
+        schema="main",
+    )
+
+
+CATALOG = catalog()
+
+visit = st.tuples(
+    st.integers(1, 5),
+    st.sampled_from(["A", "B", "C"]),
+    st.one_of(st.none(), st.floats(-50, 500, allow_nan=False), st.just(float("nan"))),
+    st.one_of(st.none(), st.integers(-2, 30)),
+)
+
+
+def database(
+    visits: list[tuple[int, str, float | None, int | None]],
+    doses: list[tuple[int, int]],
+    removed: int | None,
+) -> duckdb.DuckDBPyConnection:
+    rows = [(i + 1, p, d, c, s) for i, (p, d, c, s) in enumerate(visits)]
+    conn = duckdb.connect()
+    conn.execute(tables.CREATE.format(schema="main"))
+    conn.execute("CREATE TABLE main.patients (patient_id BIGINT, sex VARCHAR, birth_year INTEGER)")
+    conn.execute("CREATE TABLE main.departments (name VARCHAR, floor INTEGER)")
+    conn.execute("INSERT INTO main.departments VALUES ('A', 1), ('B', 2), ('B', 2)")
+    conn.execute("CREATE TABLE main.prescriptions (rx_id BIGINT, visit_id BIGINT, dose INTEGER)")
+    kept = [r for r in rows if r[1] != removed]
+    if kept:
+        conn.executemany("INSERT INTO main.visits VALUES (?, ?, ?, ?, ?)", kept)
+    people = [(p, "F" if p % 2 else "M", 1950 + p) for p in range(1, 6) if p != removed]
+    conn.executemany("INSERT INTO main.patients VALUES (?, ?, ?)", people)
+    kept_visits = {r[0] for r in kept}
+    prescriptions = [(i, v, d) for i, (v, d) in enumerate(doses) if v in kept_visits]
+    if prescriptions:
+        conn.executemany("INSERT INTO main.prescriptions VALUES (?, ?, ?)", prescriptions)
+    return conn
+
+
+def totals(
+    conn: duckdb.DuckDBPyConnection, sql: str, keys: int
+) -> dict[tuple[object, ...], list[int]]:
+    return {tuple(row[:keys]): [int(v) for v in row[keys:]] for row in conn.execute(sql).fetchall()}
+
+
+@pytest.mark.parametrize("query", QUERIES)
+@settings(max_examples=25, deadline=None)
+@given(
+    visits=st.lists(visit, max_size=25),
+    doses=st.lists(st.tuples(st.integers(1, 25), st.integers(-1, 12)), max_size=20),
+    removed=st.integers(1, 5),
+)
+def test_one_person_moves_totals_within_the_sensitivity(
+    query: str,
+    visits: list[tuple[int, str, float | None, int | None]],
+    doses: list[tuple[int, int]],
+    removed: int,
+) -> None:
+    made = plan(query, CATALOG, PlanRequest(1.0))
+    keys = len(made.keys)
+    with_person = totals(database(visits, doses, None), made.sql, keys)
+    without = totals(database(visits, doses, removed), made.sql, keys)
+    for index, measurement in enumerate(made.measurements):
+        change = sum(
+            abs(
+                with_person.get(cell, [0] * len(made.measurements))[index]
+                - without.get(cell, [0] * len(made.measurements))[index]
+            )
+            for cell in set(with_person) | set(without)
+        )
+        sensitivity = made.max_groups_per_unit * measurement.spec.unit_bound
+        assert change <= sensitivity, (query, measurement.spec.key, change, sensitivity)
+        # ...and the noise is calibrated to exactly that sensitivity.
+        assert measurement.mechanism.sensitivity == sensitivity
