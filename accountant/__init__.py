@@ -1,24 +1,38 @@
 """Privacy accounting for dpproxy: exact budgets, the durable ledger and the audit log.
 
-Pure-ε accounting. The ledger, the analysts with their budgets, and the hash-chained audit
+Pure ε (Laplace) and zCDP ρ (Gaussian) charges against (ε, δ) budgets
+(``accountant.zcdp``). The ledger, the analysts with their budgets, and the hash-chained audit
 log live in one SQLite file (:class:`StateStore`); amounts are exact (:class:`Epsilon`,
 nano-ε integers inside).
 """
 
 from accountant.analysts import ADMIN_ADDRESS, AdminChange, StoredAnalyst
-from accountant.budget import AnalystBudget, Epsilon, NanoAmount
+from accountant.budget import (
+    DEFAULT_DELTA,
+    AnalystBudget,
+    Cost,
+    Epsilon,
+    Mechanism,
+    NanoAmount,
+    Period,
+    Rho,
+    format_delta,
+)
 from accountant.errors import (
     EPSILON_SETTING,
     AccountantError,
     AnalystExists,
     AnalystRemoved,
     BudgetExhausted,
+    GlobalBudgetExhausted,
     InvalidAmount,
     PerQueryCapExceeded,
     ReservationError,
     StateStoreError,
     UnknownAnalyst,
+    ZcdpNeedsDelta,
 )
+from accountant.ledger import GlobalBudget
 from accountant.reader import StateReader
 from accountant.records import (
     Attempt,
@@ -31,6 +45,15 @@ from accountant.store import RECOVERED_REASON, StateStore
 
 __all__ = [
     "ADMIN_ADDRESS",
+    "DEFAULT_DELTA",
+    "Cost",
+    "GlobalBudget",
+    "GlobalBudgetExhausted",
+    "Mechanism",
+    "Period",
+    "Rho",
+    "format_delta",
+    "ZcdpNeedsDelta",
     "EPSILON_SETTING",
     "RECOVERED_REASON",
     "AccountantError",

@@ -16,10 +16,19 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 from accountant import audit
-from accountant.budget import AnalystBudget, Epsilon
+from accountant.budget import (
+    DEFAULT_DELTA,
+    AnalystBudget,
+    Cost,
+    Epsilon,
+    Mechanism,
+    Period,
+    format_delta,
+)
 from accountant.errors import AnalystExists, AnalystRemoved, UnknownAnalyst
 from accountant.ledger import spent
 from accountant.records import AuditRecord, Decision, iso
@@ -29,7 +38,7 @@ ADMIN_ADDRESS = "local admin"
 
 _SELECT = (
     "SELECT name, verifier, total_nano, default_nano, cap_nano, reset_after, removed,"
-    " created_at, updated_at FROM analysts"
+    " created_at, updated_at, delta, mechanism, period FROM analysts"
 )
 
 
@@ -48,7 +57,7 @@ class StoredAnalyst:
     name: str
     verifier: str
     budget: AnalystBudget
-    spent: Epsilon
+    spent: Epsilon  # as ε at the budget's δ (pure ε exactly; ρ converted, rounded up)
     removed: bool
     created_at: datetime
     updated_at: datetime
@@ -67,20 +76,27 @@ class StoredAnalyst:
             "per_query_default": self.budget.default_per_query.plain,
             "per_query_max": self.budget.effective_cap.plain,
             "per_query_cap_set": self.budget.per_query_cap is not None,
+            "delta": format_delta(self.budget.delta),
+            "mechanism": self.budget.mechanism.value,
+            "period": self.budget.period.value,
             "created_at": iso(self.created_at),
             "updated_at": iso(self.updated_at),
         }
 
 
-def find(conn: sqlite3.Connection, name: str) -> StoredAnalyst | None:
-    """The analyst called ``name`` (removed ones included), or None."""
+def find(conn: sqlite3.Connection, name: str, now: datetime | None = None) -> StoredAnalyst | None:
+    """The analyst called ``name`` (removed ones included), or None. ``spent`` counts the
+    budget period containing ``now`` (default: the current time)."""
     row = conn.execute(_SELECT + " WHERE name = ?", (name,)).fetchone()
-    return None if row is None else _to_analyst(conn, row)
+    return None if row is None else _to_analyst(conn, row, now)
 
 
-def every(conn: sqlite3.Connection, *, include_removed: bool = False) -> list[StoredAnalyst]:
+def every(
+    conn: sqlite3.Connection, *, include_removed: bool = False, now: datetime | None = None
+) -> list[StoredAnalyst]:
     where = "" if include_removed else " WHERE removed = 0"
-    return [_to_analyst(conn, row) for row in conn.execute(_SELECT + where + " ORDER BY name")]
+    rows = conn.execute(_SELECT + where + " ORDER BY name").fetchall()
+    return [_to_analyst(conn, row, now) for row in rows]
 
 
 def active(conn: sqlite3.Connection, name: str) -> StoredAnalyst:
@@ -92,7 +108,10 @@ def active(conn: sqlite3.Connection, name: str) -> StoredAnalyst:
 
 
 def budget_for(
-    conn: sqlite3.Connection, analyst: str, fallback: AnalystBudget | None, cost: Epsilon
+    conn: sqlite3.Connection,
+    analyst: str,
+    fallback: AnalystBudget | None,
+    cost: Epsilon | Cost,
 ) -> AnalystBudget | None:
     """The budget that applies now: the stored one; ``fallback`` only for an analyst the
     store has never known (stores used without admin commands). A removed analyst raises
@@ -140,7 +159,7 @@ def add(
     else:
         conn.execute(
             "UPDATE analysts SET verifier = ?, total_nano = ?, default_nano = ?, cap_nano = ?,"
-            " removed = 0, updated_at = ? WHERE name = ?",
+            " delta = ?, mechanism = ?, period = ?, removed = 0, updated_at = ? WHERE name = ?",
             (verifier, *_amounts(budget), iso(now), name),
         )
         what = f"analyst added again (earlier charges still count): {describe(budget)}"
@@ -179,8 +198,8 @@ def update_budget(
     before = active(conn, name).budget
     after = update(before)
     conn.execute(
-        "UPDATE analysts SET total_nano = ?, default_nano = ?, cap_nano = ?, updated_at = ?"
-        " WHERE name = ?",
+        "UPDATE analysts SET total_nano = ?, default_nano = ?, cap_nano = ?, delta = ?,"
+        " mechanism = ?, period = ?, updated_at = ? WHERE name = ?",
         (*_amounts(after), iso(now), name),
     )
     what = f"budget changed from {describe(before)} to {describe(after)}"
@@ -201,31 +220,54 @@ def reset(conn: sqlite3.Connection, name: str, change: AdminChange, now: datetim
 
 def describe(budget: AnalystBudget) -> str:
     cap = "none" if budget.per_query_cap is None else budget.per_query_cap.plain
+    extra = ""
+    if budget.delta != DEFAULT_DELTA or budget.mechanism is not Mechanism.LAPLACE:
+        extra = f", delta {format_delta(budget.delta)}, {budget.mechanism.value}"
+    if budget.period is not Period.NEVER:
+        extra += f", refreshed {budget.period.value}"
     return (
         f"total {budget.total.plain}, default per query {budget.default_per_query.plain}, "
-        f"max per query {cap}"
+        f"max per query {cap}{extra}"
     )
 
 
-def _amounts(budget: AnalystBudget) -> tuple[int, int, int | None]:
+def _amounts(budget: AnalystBudget) -> tuple[int, int, int | None, str, str, str]:
     cap = None if budget.per_query_cap is None else budget.per_query_cap.nano
-    return budget.total.nano, budget.default_per_query.nano, cap
+    return (
+        budget.total.nano,
+        budget.default_per_query.nano,
+        cap,
+        str(budget.delta),
+        budget.mechanism.value,
+        budget.period.value,
+    )
 
 
 def _insert(
     conn: sqlite3.Connection, name: str, verifier: str, budget: AnalystBudget, now: datetime
 ) -> None:
     conn.execute(
-        "INSERT INTO analysts (name, verifier, total_nano, default_nano, cap_nano,"
-        " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO analysts (name, verifier, total_nano, default_nano, cap_nano, delta,"
+        " mechanism, period, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (name, verifier, *_amounts(budget), iso(now), iso(now)),
     )
+
+
+#: The ``analyst`` of audit records about the global budget.
+GLOBAL_NAME = "*"
+
+
+def audit_global(
+    conn: sqlite3.Connection, change: AdminChange, what: str, now: datetime
+) -> AuditRecord:
+    """Audit an admin change of the global budget (analyst ``*``)."""
+    return _audit(conn, GLOBAL_NAME, change, what, now)
 
 
 def _audit(
     conn: sqlite3.Connection, name: str, change: AdminChange, what: str, now: datetime
 ) -> AuditRecord:
-    found = find(conn, name)
+    found = find(conn, name, now)
     remaining = None if found is None or found.removed else found.remaining
     new = audit.NewRecord(
         now,
@@ -244,18 +286,23 @@ def _audit(
     return audit.append(conn, new, now)
 
 
-def _to_analyst(conn: sqlite3.Connection, row: tuple[Any, ...]) -> StoredAnalyst:
-    name, verifier, total, default, cap, _reset_after, removed, created, updated = row
+def _to_analyst(
+    conn: sqlite3.Connection, row: tuple[Any, ...], now: datetime | None
+) -> StoredAnalyst:
+    name, verifier, total, default, cap, _reset_after, removed, created, updated = row[:9]
     budget = AnalystBudget(
         total=Epsilon.from_nano(total),
         default_per_query=Epsilon.from_nano(default),
         per_query_cap=None if cap is None else Epsilon.from_nano(cap),
+        delta=Decimal(row[9]),
+        mechanism=Mechanism(row[10]),
+        period=Period(row[11]),
     )
     return StoredAnalyst(
         name=name,
         verifier=verifier,
         budget=budget,
-        spent=spent(conn, name),
+        spent=spent(conn, name, budget.delta, period=budget.period, now=now),
         removed=bool(removed),
         created_at=datetime.fromisoformat(created),
         updated_at=datetime.fromisoformat(updated),

@@ -4,10 +4,10 @@ Record ``n`` stores ``prev_hash`` = hash of record ``n-1`` (64 zeros for record 
 ``hash = sha256(prev_hash + canonical_json(fields))`` in hex, where ``fields`` are the
 stored column values below (times as ISO text, amounts as integer nano-units) and the JSON
 has sorted keys, no spaces and UTF-8 text. ``actor`` (the admin behind a change, schema
-version 2) is covered too when it is set, so records written before it existed keep their
-hashes. ``audit_head`` holds the last id and hash,
-updated in the same transaction, so a deleted tail is noticed too. Ids are consecutive.
-Callers run these functions inside a transaction from ``accountant.sqlite``.
+version 2) and ``rho_nano`` (the ρ of a Gaussian charge, version 3) are covered too when
+set, so records written before they existed keep their hashes. ``audit_head`` holds the
+last id and hash, updated in the same transaction, so a deleted tail is noticed too. Ids
+are consecutive. Callers run these functions inside a transaction from ``accountant.sqlite``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from accountant.budget import Epsilon
+from accountant.budget import Epsilon, Rho
 from accountant.records import AuditRecord, AuditVerification, Decision, iso
 from accountant.sqlite import GENESIS_HASH
 
@@ -41,7 +41,7 @@ HASHED_COLUMNS = (
     "reservation_id",
 )
 #: Covered by the hash only when not NULL.
-OPTIONAL_HASHED_COLUMNS = ("actor",)
+OPTIONAL_HASHED_COLUMNS = ("actor", "rho_nano")
 _COLUMNS = (*HASHED_COLUMNS, *OPTIONAL_HASHED_COLUMNS, "prev_hash", "hash")
 _SELECT = f"SELECT {', '.join(_COLUMNS)} FROM audit_log"
 
@@ -62,6 +62,7 @@ class NewRecord:
     duration_ms: float | None
     reservation_id: int | None
     actor: str | None = None
+    rho: Rho | None = None  # the zCDP part of a charge; None (not hashed) when zero
 
 
 def record_hash(prev_hash: str, fields: Mapping[str, Any]) -> str:
@@ -91,6 +92,7 @@ def append(conn: sqlite3.Connection, new: NewRecord, now: datetime) -> AuditReco
         "duration_ms": None if new.duration_ms is None else float(new.duration_ms),
         "reservation_id": new.reservation_id,
         "actor": new.actor,
+        "rho_nano": None if new.rho is None or new.rho.is_zero() else new.rho.nano,
         "prev_hash": last_hash,
     }
     fields["hash"] = record_hash(last_hash, fields)
@@ -198,6 +200,7 @@ def _to_record(fields: Mapping[str, Any]) -> AuditRecord:
         duration_ms=fields["duration_ms"],
         reservation_id=fields["reservation_id"],
         actor=fields["actor"],
+        rho=None if fields["rho_nano"] is None else Rho.from_nano(fields["rho_nano"]),
         prev_hash=fields["prev_hash"],
         hash=fields["hash"],
     )

@@ -5,13 +5,17 @@ charges of ε=0.1 add up to exactly ε=1, and comparisons never suffer from floa
 Values with more than nine decimals are rounded *up* to the next nano-unit, which is the
 conservative direction for a cost (a budget total is at most 10⁻⁹ larger than written).
 
-:class:`Epsilon` is built on :class:`NanoAmount`, so that a zCDP ``Rho`` can later be added
-as a sibling type (same arithmetic, a different symbol, never mixed with ε by accident).
+:class:`Epsilon` and the zCDP :class:`Rho` are both :class:`NanoAmount` (same arithmetic, a
+different symbol, never mixed by accident). How ε and ρ charges add up to an (ε, δ)
+guarantee is in ``accountant.zcdp``.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from decimal import ROUND_CEILING, Decimal, InvalidOperation
+from enum import StrEnum
 from typing import Any, ClassVar, Self
 
 from pydantic import (
@@ -19,6 +23,7 @@ from pydantic import (
     ConfigDict,
     GetCoreSchemaHandler,
     GetJsonSchemaHandler,
+    field_validator,
     model_validator,
 )
 from pydantic.json_schema import JsonSchemaValue
@@ -232,12 +237,97 @@ class Epsilon(NanoAmount):
     SYMBOL: ClassVar[str] = "ε"
 
 
-class AnalystBudget(BaseModel):
-    """One analyst's pure-ε budget.
+class Rho(NanoAmount):
+    """A zero-concentrated DP privacy loss ρ. ``str(Rho("0.5")) == "ρ=0.5"``."""
 
-    ``total``: all queries together; ``per_query_cap``: the most one query may spend
-    (None: only the total limits it); ``default_per_query``: the ε of a query when the
-    session sets none. All positive, and ``default_per_query ≤ per_query_cap ≤ total``.
+    __slots__ = ()
+    SYMBOL: ClassVar[str] = "ρ"
+
+
+class Mechanism(StrEnum):
+    """The noise of an answer: discrete Laplace (pure ε) or discrete Gaussian (ρ-zCDP)."""
+
+    LAPLACE = "laplace"
+    GAUSSIAN = "gaussian"
+
+
+class Period(StrEnum):
+    """How often an analyst's spending starts again from zero (at 00:00 UTC; weeks start on
+    Monday, months on the 1st). Earlier charges stay in the ledger and the audit log."""
+
+    NEVER = "never"
+    DAILY = "daily"
+    WEEKLY = "weekly"
+    MONTHLY = "monthly"
+
+    def start(self, now: datetime) -> datetime | None:
+        """When the period containing ``now`` (UTC) began; None for NEVER."""
+        day = datetime(now.year, now.month, now.day, tzinfo=UTC)
+        if self is Period.DAILY:
+            return day
+        if self is Period.WEEKLY:
+            return day - timedelta(days=day.weekday())
+        if self is Period.MONTHLY:
+            return day.replace(day=1)
+        return None
+
+
+@dataclass(frozen=True)
+class Cost:
+    """What one query is charged: pure ε (Laplace answers) and ρ (Gaussian answers)."""
+
+    epsilon: Epsilon
+    rho: Rho
+
+    @classmethod
+    def pure(cls, epsilon: Epsilon) -> Cost:
+        return cls(epsilon, Rho.zero())
+
+    @classmethod
+    def zcdp(cls, rho: Rho) -> Cost:
+        return cls(Epsilon.zero(), rho)
+
+    def is_zero(self) -> bool:
+        return self.epsilon.is_zero() and self.rho.is_zero()
+
+    def __str__(self) -> str:
+        if self.rho.is_zero():
+            return str(self.epsilon)
+        if self.epsilon.is_zero():
+            return f"{self.rho} (zCDP)"
+        return f"{self.epsilon} and {self.rho} (zCDP)"
+
+
+DEFAULT_DELTA = Decimal("0.000001")
+
+
+def parse_delta(value: object) -> Decimal:
+    """δ as an exact Decimal in [0, 1e-3]: 0 means pure ε only (no Gaussian answers)."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float | Decimal):
+        raise InvalidAmount(f"δ must be a number such as 1e-6, not {type(value).__name__}")
+    try:
+        exact = Decimal(str(value).strip()) if isinstance(value, str | float) else Decimal(value)
+    except InvalidOperation:
+        raise InvalidAmount(f"δ must be a number such as 1e-6, not {value!r}") from None
+    if not exact.is_finite() or not 0 <= exact <= Decimal("0.001"):
+        raise InvalidAmount(f"δ must be between 0 and 0.001 (e.g. 1e-6), not {value!r}")
+    return exact
+
+
+def format_delta(delta: Decimal) -> str:
+    """δ as people write it: ``1e-6``, ``2.5e-7``, ``0``."""
+    return "0" if delta == 0 else format(delta.normalize(), "E").lower().replace("e-0", "e-")
+
+
+class AnalystBudget(BaseModel):
+    """One analyst's (ε, δ) budget.
+
+    ``total``: all queries together (ε at the analyst's ``delta``); ``per_query_cap``: the
+    most one query may ask for (None: only the total limits it); ``default_per_query``: the
+    ε of a query when the session sets none. All positive, and ``default_per_query ≤
+    per_query_cap ≤ total``. ``delta``: the δ at which spending is stated (0: pure ε only,
+    Gaussian answers refused); ``mechanism``: the noise used when the session sets none;
+    ``period``: how often spending starts again from zero (``total`` is per period).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -245,9 +335,19 @@ class AnalystBudget(BaseModel):
     total: Epsilon
     per_query_cap: Epsilon | None = None
     default_per_query: Epsilon
+    delta: Decimal = DEFAULT_DELTA
+    mechanism: Mechanism = Mechanism.LAPLACE
+    period: Period = Period.NEVER
+
+    @field_validator("delta", mode="before")
+    @classmethod
+    def _check_delta(cls, value: object) -> Decimal:
+        return parse_delta(value)
 
     @model_validator(mode="after")
     def _check_order(self) -> Self:
+        if self.mechanism is Mechanism.GAUSSIAN and self.delta == 0:
+            raise ValueError("a Gaussian default mechanism needs a delta greater than 0")
         for name in ("total", "per_query_cap", "default_per_query"):
             value = getattr(self, name)
             if value is not None and value.is_zero():

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from accountant.budget import Epsilon
+    from accountant.budget import Cost, Epsilon, NanoAmount
 
 #: The session setting an analyst uses to choose a query's ε (named in hints).
 EPSILON_SETTING = "dpproxy.epsilon"
@@ -27,13 +27,19 @@ class InvalidAmount(AccountantError, ValueError):
 class BudgetExhausted(AccountantError):
     """The analyst's remaining budget is smaller than the query's cost. Nothing was charged."""
 
-    def __init__(self, analyst: str, requested: Epsilon, remaining: Epsilon, total: Epsilon):
+    def __init__(self, analyst: str, requested: Epsilon | Cost, remaining: Epsilon, total: Epsilon):
         self.analyst = analyst
         self.requested = requested
         self.remaining = remaining
         self.total = total
+        from accountant.budget import Epsilon  # noqa: PLC0415 - budget imports this module
+
         if remaining.is_zero():
             advice = "ask an admin for more budget"
+        elif not isinstance(requested, Epsilon):  # a Gaussian cost: no simple ε to suggest
+            advice = (
+                f"lower the query's ε with SET {EPSILON_SETTING}, or ask an admin for more budget"
+            )
         else:
             advice = (
                 f"lower the query's ε with SET {EPSILON_SETTING} = {remaining.plain}, "
@@ -45,16 +51,41 @@ class BudgetExhausted(AccountantError):
         )
 
 
+class GlobalBudgetExhausted(BudgetExhausted):
+    """All analysts together have spent the global cap. Nothing was charged."""
+
+    def __init__(self, analyst: str, requested: Epsilon | Cost):
+        from accountant.budget import Epsilon  # noqa: PLC0415 - budget imports this module
+
+        super().__init__(analyst, requested, Epsilon.zero(), Epsilon.zero())
+        self.args = (
+            f"this query needs {requested}, but the global privacy budget shared by all "
+            "analysts is exhausted; ask an admin (`dpproxy budget global`)",
+        )
+
+
 class PerQueryCapExceeded(AccountantError):
     """The query asks for more ε than one query may spend. Nothing was charged."""
 
-    def __init__(self, analyst: str, requested: Epsilon, cap: Epsilon):
+    def __init__(self, analyst: str, requested: NanoAmount, cap: NanoAmount):
         self.analyst = analyst
         self.requested = requested
         self.cap = cap
         super().__init__(
             f'this query needs {requested} but analyst "{analyst}" may spend at most {cap} '
-            f"per query; lower the query's ε with SET {EPSILON_SETTING} = {cap.plain}"
+            f"per query; lower the query's ε with SET {EPSILON_SETTING}"
+            + (f" = {cap.plain}" if cap.SYMBOL == "ε" else "")
+        )
+
+
+class ZcdpNeedsDelta(AccountantError):
+    """A Gaussian (ρ) charge for an analyst whose δ is 0 (pure ε only). Nothing was charged."""
+
+    def __init__(self, analyst: str):
+        self.analyst = analyst
+        super().__init__(
+            f'analyst "{analyst}" has a pure-ε budget (δ = 0), which cannot pay for Gaussian '
+            "answers; SET dpproxy.mechanism = laplace, or ask an admin for a δ above 0"
         )
 
 
@@ -101,8 +132,10 @@ class AnalystRemoved(BudgetExhausted):
     A BudgetExhausted, so that every path refusing an exhausted budget refuses this too.
     """
 
-    def __init__(self, analyst: str, requested: Epsilon):
-        zero = type(requested).zero()
+    def __init__(self, analyst: str, requested: Epsilon | Cost):
+        from accountant.budget import Epsilon  # noqa: PLC0415 - budget imports this module
+
+        zero = Epsilon.zero()
         super().__init__(analyst, requested, zero, zero)
         self.args = (
             f'analyst "{analyst}" was removed by an admin and may not query any more; '

@@ -40,6 +40,16 @@ class StateReader:
                 found = analysts.find(self._conn, name)
         return None if found is None or found.removed else found
 
+    def answer_cache_epoch(self) -> int:
+        """Raised by ``StateStore.clear_answer_cache``: cached answers of an older epoch are
+        forgotten."""
+        with self._lock:
+            if self._conn is None:
+                raise StateStoreError(self._path, "this reader was closed", "open it again")
+            with errors_named(self._path), transaction(self._conn, write=False):
+                row = self._conn.execute("SELECT epoch FROM answer_cache_epoch").fetchone()
+        return int(row[0])
+
     def close(self) -> None:
         with self._lock:
             if self._conn is not None:

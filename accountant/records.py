@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from accountant.budget import Epsilon
+from accountant.budget import Epsilon, Rho
 
 
 def utc_now() -> datetime:
@@ -39,6 +39,7 @@ class Decision(StrEnum):
     ERROR = "error"  # not charged: e.g. a bad SET
     AUTH_FAILED = "auth_failed"  # not charged: login refused
     ADMIN = "admin"  # an admin changed an analyst or a budget (``actor`` says who)
+    CACHED = "cached"  # not charged: the same noisy answer as before, reused
 
 
 #: Decisions for a reservation (the charge stands) and for refusals (nothing charged).
@@ -82,6 +83,8 @@ class Reservation:
     remaining_after: Epsilon
     #: The analyst's total budget when the charge was made (as stored at that moment).
     total: Epsilon | None = None
+    #: The zCDP part of the charge (Gaussian answers); ``cost`` is the pure ε part.
+    rho: Rho = field(default_factory=Rho.zero)
 
 
 @dataclass(frozen=True)
@@ -89,9 +92,10 @@ class AuditRecord:
     """One line of the hash-chained audit log.
 
     ``time`` is when the record was written, ``started_at`` when the statement arrived.
-    ``epsilon`` is the charge (zero for refusals); ``remaining`` the analyst's budget left
-    after it (None when no budget applies, e.g. a failed login). For an admin change
-    (decision 'admin'), ``sql`` is the command and ``reason`` what changed. ``hash`` is
+    ``epsilon`` is the pure ε charge (zero for refusals), ``rho`` the zCDP one (None if
+    none); ``remaining`` the analyst's budget left (as ε at their δ) after it (None when
+    no budget applies, e.g. a failed login). For an admin change (decision 'admin'),
+    ``sql`` is the command and ``reason`` what changed. ``hash`` is
     sha256(prev_hash + canonical JSON of the other fields); see ``accountant.audit``.
     """
 
@@ -112,10 +116,12 @@ class AuditRecord:
     hash: str
     #: Who made an admin change (the OS user running `dpproxy`); None for queries.
     actor: str | None = None
+    #: The zCDP ρ charged (Gaussian answers; None before schema version 3 or when zero).
+    rho: Rho | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: times as ISO text, amounts as exact decimal strings ("0.5")."""
-        return {
+        found: dict[str, Any] = {
             "id": self.id,
             "time": iso(self.time),
             "started_at": iso(self.started_at),
@@ -133,6 +139,9 @@ class AuditRecord:
             "prev_hash": self.prev_hash,
             "hash": self.hash,
         }
+        if self.rho is not None:
+            found["rho"] = self.rho.plain
+        return found
 
 
 @dataclass(frozen=True)

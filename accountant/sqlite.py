@@ -1,7 +1,8 @@
 """Opening the SQLite state file: durability settings, schema, transactions, error messages.
 
 One file holds the ledger (``reservations``), the analysts and their budgets
-(``analysts``, schema version 2) and the audit log (``audit_log`` and its ``audit_head``).
+(``analysts``, schema version 2; (ε, δ) budgets and ρ charges, version 3) and the audit
+log (``audit_log`` and its ``audit_head``).
 It is opened in WAL mode with ``synchronous=FULL``: a committed
 transaction has been fsynced. Writers use ``BEGIN IMMEDIATE`` and wait up to ``timeout``
 seconds for each other, across threads and processes (all on one host: WAL needs shared
@@ -16,9 +17,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
+from accountant.budget import Epsilon
 from accountant.errors import StateStoreError
+from accountant.zcdp import laplace_rho_nano
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 #: Marks the file as a dpproxy state file ("dppx").
 APPLICATION_ID = 0x64707078
 GENESIS_HASH = "0" * 64
@@ -95,6 +98,61 @@ CREATE TABLE analysts (
 );
 ALTER TABLE audit_log ADD COLUMN actor TEXT;
 UPDATE schema_version SET version = 2;
+""",
+    # Version 3: zCDP accounting. A reservation charges pure ε (``epsilon_nano``, Laplace
+    # answers; ``laplace_rho_nano`` = ε²/2 rounded up) and/or ρ (``rho_nano``, Gaussian
+    # answers); analysts have a δ (exact decimal text), a default mechanism and a budget
+    # period; ``global_budget`` (no row: none) caps all analysts' charges together;
+    # ``answer_cache_epoch`` is raised by an admin to forget every cached answer; audit
+    # records carry the ρ of a charge (hashed only when set, so older records verify).
+    3: """
+ALTER TABLE reservations RENAME TO reservations_v2;
+DROP INDEX reservations_spent;
+DROP INDEX reservations_open;
+DROP TRIGGER reservations_no_delete;
+CREATE TABLE reservations (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    analyst TEXT NOT NULL,
+    client_address TEXT NOT NULL,
+    sql TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    reserved_at TEXT NOT NULL,
+    epsilon_nano INTEGER NOT NULL CHECK (epsilon_nano >= 0),
+    rho_nano INTEGER NOT NULL DEFAULT 0 CHECK (rho_nano >= 0),
+    laplace_rho_nano INTEGER NOT NULL DEFAULT 0 CHECK (laplace_rho_nano >= 0),
+    remaining_nano INTEGER NOT NULL CHECK (remaining_nano >= 0),
+    owner TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('reserved', 'finished')),
+    audit_id INTEGER,
+    CHECK (epsilon_nano > 0 OR rho_nano > 0)
+);
+INSERT INTO reservations (id, analyst, client_address, sql, started_at, reserved_at,
+    epsilon_nano, rho_nano, laplace_rho_nano, remaining_nano, owner, status, audit_id)
+SELECT id, analyst, client_address, sql, started_at, reserved_at, epsilon_nano, 0,
+    0, remaining_nano, owner, status, audit_id FROM reservations_v2;
+DROP TABLE reservations_v2;
+CREATE INDEX reservations_spent ON reservations (analyst, epsilon_nano, rho_nano);
+CREATE INDEX reservations_open ON reservations (status) WHERE status = 'reserved';
+CREATE TRIGGER reservations_no_delete BEFORE DELETE ON reservations
+BEGIN SELECT RAISE(ABORT, 'charges are never deleted'); END;
+ALTER TABLE analysts ADD COLUMN delta TEXT NOT NULL DEFAULT '0.000001';
+ALTER TABLE analysts ADD COLUMN mechanism TEXT NOT NULL DEFAULT 'laplace'
+    CHECK (mechanism IN ('laplace', 'gaussian'));
+ALTER TABLE analysts ADD COLUMN period TEXT NOT NULL DEFAULT 'never'
+    CHECK (period IN ('never', 'daily', 'weekly', 'monthly'));
+CREATE INDEX reservations_time ON reservations (reserved_at);
+CREATE TABLE global_budget (
+    singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+    total_nano INTEGER NOT NULL CHECK (total_nano > 0),
+    delta TEXT NOT NULL
+);
+CREATE TABLE answer_cache_epoch (
+    singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+    epoch INTEGER NOT NULL
+);
+INSERT INTO answer_cache_epoch (singleton, epoch) VALUES (1, 0);
+ALTER TABLE audit_log ADD COLUMN rho_nano INTEGER;
+UPDATE schema_version SET version = 3;
 """,
 }
 
@@ -233,6 +291,12 @@ def _migrate(conn: sqlite3.Connection, version: int) -> None:
     for target in range(version + 1, SCHEMA_VERSION + 1):
         for statement in _statements(_MIGRATIONS[target]):
             conn.execute(statement)
+        if target == 3:  # ε²/2 of the pure ε charges, in Python (SQLite would overflow)
+            rows = conn.execute("SELECT id, epsilon_nano FROM reservations").fetchall()
+            conn.executemany(
+                "UPDATE reservations SET laplace_rho_nano = ? WHERE id = ?",
+                [(laplace_rho_nano(Epsilon.from_nano(nano)), rid) for rid, nano in rows],
+            )
 
 
 def _statements(script: str) -> list[str]:

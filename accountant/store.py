@@ -23,15 +23,17 @@ import sqlite3
 import threading
 from collections.abc import Callable, Collection
 from datetime import datetime
+from decimal import Decimal
 from pathlib import Path
 from types import TracebackType
 from typing import Self, TypeVar
 
 from accountant import analysts, audit, ledger
 from accountant.analysts import AdminChange, StoredAnalyst
-from accountant.budget import AnalystBudget, Epsilon
+from accountant.budget import AnalystBudget, Cost, Epsilon, format_delta
 from accountant.errors import (
     AccountantError,
+    AnalystRemoved,
     InvalidAmount,
     ReservationError,
     StateStoreError,
@@ -122,9 +124,12 @@ class StateStore:
     # -- charges -------------------------------------------------------------------------
 
     def reserve(
-        self, attempt: Attempt, cost: Epsilon, budget: AnalystBudget | None = None
+        self, attempt: Attempt, cost: Epsilon | Cost, budget: AnalystBudget | None = None
     ) -> Reservation:
         """Charge ``cost`` to ``attempt.analyst`` atomically and durably, or refuse.
+
+        ``cost``: pure ε (an Epsilon: Laplace answers) or a :class:`Cost` with a ρ part
+        (Gaussian answers), composed as in ``accountant.zcdp`` at the analyst's δ.
 
         The analyst's stored budget applies, read in the same transaction as the charge;
         ``budget`` only when the store does not know the analyst (None then: refused).
@@ -132,15 +137,16 @@ class StateStore:
         analyst) and records nothing: log the refusal with :meth:`record_refusal`.
         The charge is never refunded.
         """
-        if cost.is_zero():
+        charge = cost if isinstance(cost, Cost) else Cost.pure(cost)
+        if charge.is_zero():
             raise InvalidAmount("a reservation needs a cost greater than 0")
 
         def work(conn: sqlite3.Connection) -> Reservation:
-            current = analysts.budget_for(conn, attempt.analyst, budget, cost)
+            current = analysts.budget_for(conn, attempt.analyst, budget, charge)
             if current is None:
                 raise UnknownAnalyst(attempt.analyst, [a.name for a in analysts.every(conn)])
             return ledger.reserve(
-                conn, attempt, cost, current, owner=self._owner.id, now=self._now()
+                conn, attempt, charge, current, owner=self._owner.id, now=self._now()
             )
 
         return self._run(work)
@@ -192,7 +198,10 @@ class StateStore:
             stored = analysts.find(conn, attempt.analyst)
             current = budget if stored is None or stored.removed else stored.budget
             if current is not None and (stored is None or not stored.removed):
-                remaining = current.total.saturating_sub(ledger.spent(conn, attempt.analyst))
+                used = ledger.spent(
+                    conn, attempt.analyst, current.delta, period=current.period, now=self._now()
+                )
+                remaining = current.total.saturating_sub(used)
             new = audit.NewRecord(
                 attempt.started_at,
                 attempt.analyst,
@@ -207,6 +216,59 @@ class StateStore:
                 None,
             )
             return audit.append(conn, new, self._now())
+
+        return self._run(work)
+
+    def record_cached(
+        self,
+        attempt: Attempt,
+        *,
+        reason: str,
+        rows: int,
+        duration_ms: float,
+        budget: AnalystBudget | None,
+    ) -> AuditRecord:
+        """Audit an attempt answered from the answer cache: nothing is charged (no new
+        noise was drawn); ``reason`` says which earlier answer was reused. A removed analyst
+        raises AnalystRemoved (records nothing), like a charge would."""
+        _check_rows_and_duration(rows, duration_ms)
+
+        def work(conn: sqlite3.Connection) -> AuditRecord:
+            stored = analysts.find(conn, attempt.analyst, self._now())
+            if stored is not None and stored.removed:
+                raise AnalystRemoved(attempt.analyst, Epsilon.zero())
+            current = budget if stored is None else stored.budget
+            remaining = None
+            if stored is not None and not stored.removed:
+                remaining = stored.remaining
+            elif stored is None and current is not None:
+                used = ledger.spent(conn, attempt.analyst, current.delta, now=self._now())
+                remaining = current.total.saturating_sub(used)
+            new = audit.NewRecord(
+                attempt.started_at,
+                attempt.analyst,
+                attempt.client_address,
+                attempt.sql,
+                Decision.CACHED,
+                reason,
+                Epsilon.zero(),
+                remaining,
+                rows,
+                duration_ms,
+                None,
+            )
+            return audit.append(conn, new, self._now())
+
+        return self._run(work)
+
+    def clear_answer_cache(self, change: AdminChange) -> AuditRecord:
+        """Make every running server forget its cached answers (e.g. after the data changed
+        in PostgreSQL): the next identical query is charged and draws fresh noise."""
+
+        def work(conn: sqlite3.Connection) -> AuditRecord:
+            conn.execute("UPDATE answer_cache_epoch SET epoch = epoch + 1")
+            what = "answer cache cleared: repeated queries are charged again"
+            return analysts.audit_global(conn, change, what, self._now())
 
         return self._run(work)
 
@@ -243,20 +305,22 @@ class StateStore:
         return recovered
 
     def spent(self, analyst: str) -> Epsilon:
-        """Everything charged to ``analyst`` since their last budget reset."""
-        return self._run(lambda conn: ledger.spent(conn, analyst), write=False)
+        """What ``analyst`` spent since their last budget reset and in their current budget
+        period, as ε at their δ."""
+        return self._run(lambda conn: ledger.spent(conn, analyst, now=self._now()), write=False)
 
     def remaining(self, analyst: str, budget: AnalystBudget | None = None) -> Epsilon:
         """What ``analyst`` may still spend (never negative): under the stored budget, else
         under ``budget``; zero for an analyst removed or unknown."""
 
         def work(conn: sqlite3.Connection) -> Epsilon:
-            stored = analysts.find(conn, analyst)
+            stored = analysts.find(conn, analyst, self._now())
             if stored is not None:
                 return Epsilon.zero() if stored.removed else stored.remaining
             if budget is None:
                 return Epsilon.zero()
-            return budget.total.saturating_sub(ledger.spent(conn, analyst))
+            used = ledger.spent(conn, analyst, budget.delta, period=budget.period, now=self._now())
+            return budget.total.saturating_sub(used)
 
         return self._run(work, write=False)
 
@@ -264,12 +328,13 @@ class StateStore:
 
     def analyst(self, name: str) -> StoredAnalyst | None:
         """The analyst called ``name`` if present and not removed."""
-        found = self._run(lambda conn: analysts.find(conn, name), write=False)
+        found = self._run(lambda conn: analysts.find(conn, name, self._now()), write=False)
         return None if found is None or found.removed else found
 
     def analysts(self, *, include_removed: bool = False) -> list[StoredAnalyst]:
         return self._run(
-            lambda conn: analysts.every(conn, include_removed=include_removed), write=False
+            lambda conn: analysts.every(conn, include_removed=include_removed, now=self._now()),
+            write=False,
         )
 
     def seed_analysts(
@@ -309,6 +374,31 @@ class StateStore:
 
     def reset_spending(self, name: str, change: AdminChange) -> AuditRecord:
         return self._run(lambda conn: analysts.reset(conn, name, change, self._now()))
+
+    def global_budget(self) -> ledger.GlobalBudget | None:
+        """The cap on all analysts' charges together, if any."""
+        return self._run(ledger.global_budget, write=False)
+
+    def global_spent(self, delta: Decimal) -> Epsilon:
+        """Every charge of every analyst, ever, as ε at ``delta``."""
+        return self._run(lambda conn: ledger.spending_all(conn).epsilon(delta), write=False)
+
+    def set_global_budget(
+        self, budget: ledger.GlobalBudget | None, change: AdminChange
+    ) -> AuditRecord:
+        """Set (or remove, with None) the global cap; audited like any admin change."""
+
+        def work(conn: sqlite3.Connection) -> AuditRecord:
+            ledger.set_global_budget(conn, budget)
+            what = (
+                "global budget removed"
+                if budget is None
+                else f"global budget set to ε={budget.total.plain} at δ="
+                f"{format_delta(budget.delta)} over all analysts"
+            )
+            return analysts.audit_global(conn, change, what, self._now())
+
+        return self._run(work)
 
     # -- audit ---------------------------------------------------------------------------
 
@@ -369,11 +459,12 @@ class StateStore:
             attempt.sql,
             decision,
             reason,
-            stored.cost,
+            stored.cost.epsilon,
             stored.remaining_after,
             rows,
             duration_ms,
             stored.id,
+            rho=stored.cost.rho,
         )
         record = audit.append(conn, new, self._now())
         ledger.finish(conn, stored.id, record.id)

@@ -162,6 +162,7 @@ def main() -> None:
             dsn = f"postgresql://bench:{PASSWORD}@127.0.0.1:{port}/demo"
             run(Case("dpproxy: SHOW dpproxy.epsilon (session)", dsn, "SHOW dpproxy.epsilon"))
             run(Case("dpproxy: SET application_name (session)", dsn, "SET application_name = 'b'"))
+            run(Case("dpproxy: SELECT 1 (catalog, no data)", dsn, "SELECT 1"))
             run(Case("dpproxy DuckDB: DP COUNT(*) ... WHERE", dsn, DP_QUERY))
         if pg:
             backend = f'engine = "postgres"\ndsn = "{args.pg_dsn}"\nschema = "{SCHEMA}"\n#'

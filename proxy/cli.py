@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import shlex
 import sys
@@ -19,6 +18,7 @@ from proxy.demo import CONFIG_FILE, PostgresTarget, connection_banner, prepare
 from proxy.demo_data import DEFAULT_SEED, MAX_PATIENTS
 from proxy.protocol.scram import make_verifier
 from proxy.runner import run
+from proxy.server import run_event_loop
 from proxy.settings import CONFIG_ENV, ConfigError, Settings, config_path, load_settings
 from rewriter import PolicyError
 
@@ -197,7 +197,7 @@ def _serve(settings: Settings, banner: Path | None) -> None:
         else:
             print(f"dpproxy listening on {settings.server.host}:{port}", flush=True)
 
-    asyncio.run(run(settings, ready))
+    run_event_loop(run(settings, ready))
 
 
 if __name__ == "__main__":

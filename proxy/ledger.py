@@ -19,6 +19,7 @@ from accountant import (
     AnalystBudget,
     Attempt,
     AuditRecord,
+    Cost,
     Decision,
     Epsilon,
     Reservation,
@@ -42,7 +43,9 @@ class AsyncLedger:
     def recover_interrupted(self) -> int:
         return self._executor.submit(self._store.recover_interrupted).result()
 
-    async def reserve(self, attempt: Attempt, cost: Epsilon, budget: AnalystBudget) -> Reservation:
+    async def reserve(
+        self, attempt: Attempt, cost: Epsilon | Cost, budget: AnalystBudget
+    ) -> Reservation:
         return await self._call(lambda: self._store.reserve(attempt, cost, budget))
 
     async def complete(
@@ -68,6 +71,19 @@ class AsyncLedger:
                 attempt, decision=decision, reason=reason, budget=budget
             )
         )
+
+    async def cached(
+        self, attempt: Attempt, reason: str, rows: int, duration_ms: float, budget: AnalystBudget
+    ) -> AuditRecord:
+        return await self._call(
+            lambda: self._store.record_cached(
+                attempt, reason=reason, rows=rows, duration_ms=duration_ms, budget=budget
+            )
+        )
+
+    def answer_cache_epoch(self) -> int:
+        """The admin's answer-cache epoch, from the read-only connection (never waits)."""
+        return self._reader.answer_cache_epoch()
 
     async def remaining(self, analyst: str, budget: AnalystBudget | None = None) -> Epsilon:
         return await self._call(lambda: self._store.remaining(analyst, budget))

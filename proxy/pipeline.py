@@ -11,19 +11,33 @@ import logging
 import math
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Literal
 
 from accountant import (
     AnalystBudget,
     Attempt,
     BudgetExhausted,
+    Cost,
     Decision,
     Epsilon,
+    Mechanism,
     PerQueryCapExceeded,
+    Rho,
+    ZcdpNeedsDelta,
 )
+from accountant.budget import format_delta
+from accountant.zcdp import laplace_rho_nano
+from proxy.answers import AnswerCache, CachedAnswer, CacheKey
 from proxy.backends import Backend, BackendError, CancelToken, QueryCanceled
 from proxy.ledger import AsyncLedger
-from proxy.postprocess import Answer, PostProcessError, PostProcessor
+from proxy.postprocess import (
+    Answer,
+    PostProcessError,
+    PostProcessor,
+    interval_columns,
+    with_intervals,
+)
 from proxy.seam import ColumnDescription, Notice, QueryError, StatementResult
 from proxy.sqlstate import (
     CONFIGURATION_LIMIT_EXCEEDED,
@@ -45,6 +59,8 @@ from rewriter import (
 logger = logging.getLogger("dpproxy.pipeline")
 
 PLAN_CACHE_SIZE = 1024
+#: ``SET dpproxy.report``: intervals in a NOTICE only, or also as ``<name>_ci95`` columns.
+Report = Literal["notice", "columns"]
 
 
 class PlanCache:
@@ -84,19 +100,28 @@ class Pipeline:
     noise: NoiseSource
     post: PostProcessor
     plans: PlanCache = field(default_factory=lambda: PlanCache(PLAN_CACHE_SIZE))
+    answers: AnswerCache | None = None
 
     async def describe(
-        self, asker: Asker, sql: str, epsilon: Epsilon
+        self,
+        asker: Asker,
+        sql: str,
+        epsilon: Epsilon,
+        *,
+        mechanism: Mechanism = Mechanism.LAPLACE,
+        report: Report = "notice",
     ) -> tuple[ColumnDescription, ...]:
         """The columns the query would return; plans it but runs and charges nothing."""
-        query_plan = await self._plan(asker, sql, epsilon)
+        query_plan = await self._plan(asker, sql, epsilon, mechanism)
         try:
-            return self.post.describe(query_plan.released_columns, query_plan.post_sql).columns
+            described = self.post.describe(query_plan.released_columns, query_plan.post_sql)
         except PostProcessError as error:
             raise QueryError(INTERNAL_ERROR, f"cannot describe the query: {error}") from None
+        intervals = _intervals(query_plan, report)
+        return with_intervals(described, intervals or ()).columns
 
-    async def _plan(self, asker: Asker, sql: str, epsilon: Epsilon) -> Plan:
-        request = PlanRequest(float(epsilon), self.backend.dialect)
+    async def _plan(self, asker: Asker, sql: str, epsilon: Epsilon, mechanism: Mechanism) -> Plan:
+        request = PlanRequest(float(epsilon), self.backend.dialect, mechanism.value)
         cached = self.plans.get(sql, request)
         if cached is not None:
             return cached
@@ -110,18 +135,36 @@ class Pipeline:
         return made
 
     async def answer(
-        self, asker: Asker, sql: str, epsilon: Epsilon, token: CancelToken
+        self,
+        asker: Asker,
+        sql: str,
+        epsilon: Epsilon,
+        token: CancelToken,
+        *,
+        mechanism: Mechanism = Mechanism.LAPLACE,
+        report: Report = "notice",
     ) -> StatementResult:
         started = time.perf_counter()
         attempt = Attempt(analyst=asker.analyst, client_address=asker.address, sql=sql)
-        query_plan = await self._plan(asker, sql, epsilon)
-        loss = query_plan.privacy_loss()
-        if not (math.isfinite(loss) and loss <= float(epsilon)):
-            # Fail closed: the plan's own privacy map must fit what will be charged.
-            raise QueryError(INTERNAL_ERROR, "internal error: the plan exceeds its privacy cost")
+        query_plan = await self._plan(asker, sql, epsilon, mechanism)
+        cost = charge_for(query_plan, epsilon)
+        key = CacheKey.of(asker.analyst, query_plan)
+        version = None
+        if self.answers is not None and self.answers.enabled:
+            version = self.answers.version(self.ledger.answer_cache_epoch())
+            hit = self.answers.get(key, version)
+            if hit is not None:
+                return await self._cached(
+                    asker=asker,
+                    attempt=attempt,
+                    query_plan=query_plan,
+                    hit=hit,
+                    report=report,
+                    started=started,
+                )
         try:
-            reservation = await self.ledger.reserve(attempt, epsilon, asker.budget)
-        except (BudgetExhausted, PerQueryCapExceeded) as refusal:
+            reservation = await self.ledger.reserve(attempt, cost, asker.budget)
+        except (BudgetExhausted, PerQueryCapExceeded, ZcdpNeedsDelta) as refusal:
             await self.ledger.refuse(attempt, Decision.OVER_BUDGET, str(refusal), asker.budget)
             raise QueryError(
                 CONFIGURATION_LIMIT_EXCEEDED,
@@ -146,15 +189,15 @@ class Pipeline:
                 raise QueryError(
                     "22000",
                     f"the noisy answer could not be post-processed ({failure}); the charge of "
-                    f"{epsilon} stands",
+                    f"{cost} stands",
                     hint="check the arithmetic of the select list, HAVING and ORDER BY",
                 ) from None
             if isinstance(failure, QueryCanceled):
-                message = f"canceling statement due to user request; the charge of {epsilon} stands"
+                message = f"canceling statement due to user request; the charge of {cost} stands"
                 raise QueryError(QUERY_CANCELED, message) from None
             raise QueryError(
                 code,
-                f"the query failed in the database; the charge of {epsilon} stands",
+                f"the query failed in the database; the charge of {cost} stands",
                 hint="if it keeps failing, ask an admin to look at the dpproxy log",
             ) from None
         except BaseException:
@@ -167,6 +210,8 @@ class Pipeline:
                 duration_ms=_ms_since(started),
             )
             raise
+        if self.answers is not None and version is not None:
+            self.answers.put(key, released, cost, attempt.started_at, version)
         record = await self.ledger.complete(
             reservation,
             decision=Decision.ACCEPTED,
@@ -178,15 +223,97 @@ class Pipeline:
             record.remaining if record.remaining is not None else reservation.remaining_after
         )
         total = reservation.total if reservation.total is not None else asker.budget.total
-        return _result(
+        intervals = _intervals(query_plan, report)
+        notes: tuple[Notice, ...] = ()
+        if intervals is not None:
+            answer = with_intervals(answer, intervals)
+        elif report == "columns":
+            notes = (
+                Notice(
+                    message="dpproxy.report = columns: no _ci95 columns for this query",
+                    detail="intervals are added when the select list names aggregates and "
+                    "GROUP BY keys directly (no arithmetic, HAVING, ORDER BY or LIMIT); "
+                    "see the other notice for the intervals of the aggregates",
+                ),
+            )
+        result = _result(
             query_plan,
             released,
             answer,
             asker=asker,
-            epsilon=epsilon,
+            cost=cost,
             remaining=remaining,
             total=total,
         )
+        return replace(result, notices=result.notices + notes)
+
+    async def _cached(
+        self,
+        *,
+        asker: Asker,
+        attempt: Attempt,
+        query_plan: Plan,
+        hit: CachedAnswer,
+        report: Report,
+        started: float,
+    ) -> StatementResult:
+        """The noisy answer released before, again: post-processing, so no charge."""
+        try:
+            answer = self.post.run(hit.release, query_plan.post_sql)
+        except PostProcessError as failure:
+            raise QueryError(
+                "22000", f"the noisy answer could not be post-processed ({failure})"
+            ) from None
+        intervals = _intervals(query_plan, report)
+        if intervals is not None:
+            answer = with_intervals(answer, intervals)
+        first = hit.released_at.isoformat(timespec="seconds")
+        try:
+            record = await self.ledger.cached(
+                attempt,
+                f"the same noisy answer as released at {first} (cost {hit.cost} then)",
+                len(answer.rows),
+                _ms_since(started),
+                asker.budget,
+            )
+        except BudgetExhausted as refusal:  # the analyst was removed meanwhile
+            await self.ledger.refuse(attempt, Decision.OVER_BUDGET, str(refusal), asker.budget)
+            raise QueryError(CONFIGURATION_LIMIT_EXCEEDED, str(refusal)) from None
+        remaining = record.remaining if record.remaining is not None else Epsilon.zero()
+        notice = Notice(
+            message=(
+                f"dpproxy: this answer was cached: the same noisy answer as first released at "
+                f"{first} UTC, at no new cost; {asker.analyst} has {remaining} left"
+            ),
+            detail=_detail(query_plan, hit.release),
+        )
+        return StatementResult(
+            tag=f"SELECT {len(answer.rows)}",
+            columns=answer.columns,
+            rows=answer.rows,
+            notices=(notice,),
+        )
+
+
+def _intervals(query_plan: Plan, report: Report) -> tuple[tuple[str, float | None], ...] | None:
+    if report != "columns":
+        return None
+    return interval_columns(query_plan.released_columns, query_plan.accuracy(), query_plan.post_sql)
+
+
+def charge_for(query_plan: Plan, epsilon: Epsilon) -> Cost:
+    """What the query is charged: its pure ε (Laplace) or ρ = ε²/2 rounded up (Gaussian).
+    Fails closed if the plan's own privacy maps exceed the charge."""
+    if query_plan.gaussian:
+        rho = Rho.from_nano(laplace_rho_nano(epsilon))
+        loss, limit = query_plan.privacy_loss_rho(), float(rho)
+        cost = Cost.zcdp(rho)
+    else:
+        loss, limit = query_plan.privacy_loss(), float(epsilon)
+        cost = Cost.pure(epsilon)
+    if not (math.isfinite(loss) and loss <= limit):
+        raise QueryError(INTERNAL_ERROR, "internal error: the plan exceeds its privacy cost")
+    return cost
 
 
 def _ms_since(started: float) -> float:
@@ -199,10 +326,27 @@ def _result(
     answer: Answer,
     *,
     asker: Asker,
-    epsilon: Epsilon,
+    cost: Cost,
     remaining: Epsilon,
     total: Epsilon,
 ) -> StatementResult:
+    notice = Notice(
+        message=(
+            f"dpproxy: this answer cost {cost}; {asker.analyst} has {remaining} left of {total}"
+            + (f" (at δ={_delta(asker.budget)})" if query_plan.gaussian else "")
+        ),
+        detail=_detail(query_plan, released),
+    )
+    return StatementResult(
+        tag=f"SELECT {len(answer.rows)}",
+        columns=answer.columns,
+        rows=answer.rows,
+        notices=(notice,),
+    )
+
+
+def _detail(query_plan: Plan, released: Release) -> str:
+    """The NOTICE's detail: the 95% interval of each aggregate's noise and the bounds."""
     intervals = []
     for accuracy in released.accuracy:
         if accuracy.half_width_95 is not None:
@@ -215,22 +359,16 @@ def _result(
             f" Each person counts in at most {query_plan.max_groups_per_unit} group(s); "
             f"{len(released.rows)} group(s) from the public domain are released."
         )
-    notice = Notice(
-        message=(
-            f"dpproxy: this answer cost {epsilon}; {asker.analyst} has {remaining} left of {total}"
-        ),
-        detail=(
-            "95% confidence of the noise: " + "; ".join(intervals) + ". "
-            f"Each person counts for at most {query_plan.max_rows_per_unit} row(s) of "
-            f"{query_plan.table}; values are clamped to their declared bounds." + groups
-        ),
+    warnings = "".join(f" Possible bias: {warning}." for warning in released.warnings)
+    return (
+        "95% confidence of the noise: " + "; ".join(intervals) + ". "
+        f"Each person counts for at most {query_plan.max_rows_per_unit} row(s) of "
+        f"{query_plan.table}; values are clamped to their declared bounds." + groups + warnings
     )
-    return StatementResult(
-        tag=f"SELECT {len(answer.rows)}",
-        columns=answer.columns,
-        rows=answer.rows,
-        notices=(notice,),
-    )
+
+
+def _delta(budget: AnalystBudget) -> str:
+    return format_delta(budget.delta)
 
 
 def format_width(width: float) -> str:

@@ -19,7 +19,7 @@ from functools import lru_cache
 import duckdb
 
 from proxy.seam import ColumnDescription
-from rewriter import Release
+from rewriter import Accuracy, Release
 from rewriter.passes.post_process import RELEASED
 
 # DuckDB result type -> (PostgreSQL type OID, size)
@@ -113,6 +113,33 @@ def _projection(
         names.append(output)
         positions.append(found)
     return tuple(names), tuple(positions)
+
+
+INTERVAL_SUFFIX = "_ci95"
+
+
+def interval_columns(
+    released: tuple[tuple[str, str], ...], accuracy: Sequence[Accuracy], post_sql: str
+) -> tuple[tuple[str, float | None], ...] | None:
+    """For ``SET dpproxy.report = columns``: per answer column, (name of its ``_ci95``
+    column, the 95% half-width of its noise or None), or None when the post-query is more
+    than a renaming of released columns (arithmetic, HAVING...: no interval is known)."""
+    projection = _projection(released, post_sql)
+    if projection is None:
+        return None
+    keys = len(released) - len(accuracy)
+    result = []
+    for name, position in zip(*projection, strict=True):
+        if position >= keys:
+            result.append((name + INTERVAL_SUFFIX, accuracy[position - keys].half_width_95))
+    return tuple(result)
+
+
+def with_intervals(answer: Answer, intervals: tuple[tuple[str, float | None], ...]) -> Answer:
+    """``answer`` with one more column per interval (the same value on every row)."""
+    columns = answer.columns + tuple(ColumnDescription(name, 701, 8) for name, _ in intervals)
+    extra = tuple(None if width is None else format_value(float(width)) for _, width in intervals)
+    return Answer(columns, tuple(row + extra for row in answer.rows))
 
 
 def _oid(duckdb_type: str) -> tuple[int, int]:

@@ -14,8 +14,10 @@ from typing import Protocol
 
 from proxy.ledger import AsyncLedger
 from proxy.pipeline import Asker
-from proxy.seam import StatementResult
+from proxy.seam import ColumnDescription, StatementResult
 from rewriter import Catalog
+
+TEXT_OID = 25
 
 
 @dataclass(frozen=True)
@@ -34,3 +36,22 @@ class Responder(Protocol):
         """The full result if this responder owns ``sql``, else None. Raise QueryError to
         refuse. Must not read data nor charge budget: Describe calls it too."""
         ...
+
+
+SHOW_ALL_COLUMNS = (
+    ColumnDescription("name", TEXT_OID),
+    ColumnDescription("setting", TEXT_OID),
+    ColumnDescription("description", TEXT_OID),
+)
+_DESCRIPTIONS = {
+    "dpproxy.epsilon": "ε that each query of this session spends (SET dpproxy.epsilon = 0.5)",
+    "dpproxy.mechanism": "noise of the next answers: laplace (pure ε) or gaussian (zCDP)",
+    "search_path": "kept for clients; dpproxy tables are in schema public",
+    "application_name": "the name the client application gave",
+}
+
+
+def show_all(settings: Mapping[str, str]) -> StatementResult:
+    """SHOW ALL: every session parameter (name, setting, description), sorted by name."""
+    rows = tuple((name, settings[name], _DESCRIPTIONS.get(name, "")) for name in sorted(settings))
+    return StatementResult(tag="SHOW", columns=SHOW_ALL_COLUMNS, rows=rows)

@@ -10,8 +10,9 @@ from collections.abc import Callable
 
 from accountant import AdminChange
 from proxy.admin.seed import configured, current_actor, differences
+from proxy.answers import AnswerCache, duckdb_file_version, no_version
 from proxy.app import DpproxyApp
-from proxy.backends import Backend
+from proxy.backends import Backend, column_types
 from proxy.backends.duckdb import DuckDBBackend
 from proxy.backends.postgres import PostgresBackend
 from proxy.catalog import CatalogResponder
@@ -61,13 +62,22 @@ def ssl_context(settings: ServerSettings) -> ssl.SSLContext | None:
         raise ConfigError(str(error)) from None
 
 
+def answer_cache(settings: BackendSettings) -> AnswerCache:
+    """The answer cache: DuckDB answers are valid until the file changes (and the TTL)."""
+    version = no_version
+    if settings.engine == "duckdb" and settings.path is not None:
+        version = duckdb_file_version(settings.path)
+    return AnswerCache(version, ttl_seconds=settings.answer_cache_seconds)
+
+
 async def run(settings: Settings, on_ready: Callable[[int], None]) -> None:
     """Serve until SIGINT or SIGTERM. ``on_ready`` gets the bound port."""
     context = ssl_context(settings.server)
     backend = open_backend(settings.backend)
     ledger: AsyncLedger | None = None
     try:
-        columns = await backend.schema_columns(settings.backend.schema_or_default)
+        declared = await backend.schema_declared(settings.backend.schema_or_default)
+        columns = column_types(declared)
         catalog = build_catalog(columns, settings.tables, schema=settings.backend.schema_or_default)
         ledger = AsyncLedger(settings.state.path)
         recovered = ledger.recover_interrupted()
@@ -76,8 +86,15 @@ async def run(settings: Settings, on_ready: Callable[[int], None]) -> None:
         seed_analysts(ledger, settings)
         app = DpproxyApp(
             settings,
-            Pipeline(catalog, backend, ledger, OpenDPNoise(), PostProcessor()),
-            responders=(SelfServiceResponder(), CatalogResponder(catalog)),
+            Pipeline(
+                catalog,
+                backend,
+                ledger,
+                OpenDPNoise(),
+                PostProcessor(),
+                answers=answer_cache(settings.backend),
+            ),
+            responders=(SelfServiceResponder(), CatalogResponder(catalog, declared)),
         )
         server = Server(
             app,

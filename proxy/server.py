@@ -5,8 +5,8 @@ Speaks protocol 3.0, with TLS when the server has a certificate (SSLRequest is a
 refuses unencrypted startups), authenticates with SCRAM-SHA-256, and hands every
 simple-protocol Query to the application's :class:`~proxy.seam.Session`; the extended
 protocol's statements and portals are kept by :mod:`proxy.extended`. Responses are
-buffered and written once per statement (or once per batch of messages that need no
-answer of their own).
+buffered and written when every message the client has sent so far is answered (one
+write per round trip, however many messages it carried), or sooner past 64 KiB.
 """
 
 from __future__ import annotations
@@ -14,11 +14,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import importlib
 import logging
 import secrets
 import ssl
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 from proxy.extended import ExtendedQueries
 from proxy.protocol import codec
@@ -63,6 +65,7 @@ TLS_REQUIRED_MESSAGE = (
 )
 DEFAULT_STARTUP_TIMEOUT = 60.0
 _READ_SIZE = 1 << 16
+_FLUSH_SIZE = 1 << 16
 _EXTENDED = (Parse, Bind, Describe, Execute, Close)
 _CANCEL_KEY = struct.Struct("!iI")
 
@@ -249,6 +252,7 @@ class _Connection:
         self.process_id = 0
         self.secret_key = 0
         self.out: list[bytes] = []
+        self.out_size = 0
         self.extended = ExtendedQueries()
         self.encrypted = False
         peer = writer.get_extra_info("peername")
@@ -258,17 +262,23 @@ class _Connection:
 
     def send(self, data: bytes) -> None:
         self.out.append(data)
+        self.out_size += len(data)
 
     async def flush(self) -> None:
         if self.out:
-            data = b"".join(self.out)
+            data = b"".join(self.out) if len(self.out) > 1 else self.out[0]
             self.out.clear()
+            self.out_size = 0
             self.writer.write(data)
             await self.writer.drain()
 
     async def read(self) -> FrontendMessage | None:
-        """The next message, or None at end of stream. Flushes output before waiting."""
+        """The next message, or None at end of stream. Output is written when the client
+        has nothing more buffered for us (one write per batch of pipelined messages), or
+        sooner once _FLUSH_SIZE bytes are waiting."""
         while True:
+            if self.out_size >= _FLUSH_SIZE:
+                await self.flush()
             msg = self.decoder.next_message()
             if msg is not None:
                 return msg
@@ -494,7 +504,6 @@ class _Connection:
             elif isinstance(msg, Describe):
                 response = await self.extended.describe(session, msg)
             elif isinstance(msg, Execute):
-                await self.flush()  # answers to earlier pipelined messages go out first
                 response = await self.extended.execute(session, msg)
             else:
                 response = self.extended.close(msg)
@@ -511,7 +520,6 @@ class _Connection:
             raise _Closed
 
     async def query(self, session: Session, sql: str) -> None:
-        await self.flush()  # answers to earlier pipelined messages go out first
         fatal = False
         try:
             self.extended.check_session_statement(sql)
@@ -563,3 +571,20 @@ async def serve(
         await server.serve_forever()
     finally:
         await server.close()
+
+
+def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop's event loop when it is installed (``pip install 'dpproxy[speed]'``), else
+    None (asyncio's default loop)."""
+    try:
+        uvloop = importlib.import_module("uvloop")
+    except ImportError:
+        return None
+    factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
+    return factory
+
+
+def run_event_loop(main: Coroutine[Any, Any, None]) -> None:
+    """Run ``main`` to completion on the fastest event loop available."""
+    with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
+        runner.run(main)

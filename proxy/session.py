@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from accountant import Epsilon, InvalidAmount
+from accountant import Epsilon, InvalidAmount, Mechanism, Rho
+from accountant.budget import format_delta
+from accountant.zcdp import laplace_rho_nano
+from proxy import __version__
 from proxy.backends import CancelToken
-from proxy.pipeline import Asker, Pipeline
-from proxy.responders import Responder, SessionContext
+from proxy.pipeline import Asker, Pipeline, Report
+from proxy.responders import SHOW_ALL_COLUMNS, Responder, SessionContext, show_all
 from proxy.seam import ColumnDescription, Notice, QueryError, StatementResult, TransactionStatus
 from proxy.sqlstate import (
     ACTIVE_SQL_TRANSACTION,
@@ -23,6 +26,9 @@ from proxy.statements import Kind, SessionStatement, StatementSyntaxError, recog
 TEXT_OID = 25
 EPSILON_PARAMETER = "dpproxy.epsilon"
 BUDGET_PARAMETER = "dpproxy.budget"
+MECHANISM_PARAMETER = "dpproxy.mechanism"
+REPORT_PARAMETER = "dpproxy.report"
+REPORTS: tuple[Report, ...] = ("notice", "columns")
 
 # Parameters a client may SET and SHOW; they change nothing in how data is answered.
 DEFAULT_PARAMETERS: dict[str, str] = {
@@ -49,9 +55,17 @@ DEFAULT_PARAMETERS: dict[str, str] = {
     "timezone": "UTC",
     "transaction_isolation": "read committed",
     "transaction_read_only": "on",
+    # read only (clients ask for them with SHOW):
+    "server_version": f"15.0 (dpproxy {__version__})",
+    "server_version_num": "150000",
+    "max_identifier_length": "63",
+    "is_superuser": "off",
+    "in_hot_standby": "off",
+    "transaction_deferrable": "off",
 }
 READ_ONLY_PARAMETERS = frozenset(
-    {"server_encoding", "integer_datetimes", "server_version", "transaction_read_only"}
+    {"server_encoding", "integer_datetimes", "transaction_read_only", "server_version"}
+    | {"server_version_num", "max_identifier_length", "is_superuser", "in_hot_standby"}
 )
 FIXED_VALUES = {
     "client_encoding": {"utf8", "unicode", "utf-8"},
@@ -83,6 +97,8 @@ class AnalystSession:
         self._parameters = dict(DEFAULT_PARAMETERS)
         self._parameters["application_name"] = application_name
         self._epsilon: Epsilon = asker.budget.default_per_query
+        self._mechanism: Mechanism = asker.budget.mechanism
+        self._report_mode: Report = "notice"
         self._token: CancelToken | None = None
         self._savepoints: list[str] = []
 
@@ -115,11 +131,19 @@ class AnalystSession:
                 system = await self._system_answer(sql)
                 if system is not None:
                     return system.columns
-                return await self._pipeline.describe(self._asker, sql, self._epsilon)
+                return await self._pipeline.describe(
+                    self._asker,
+                    sql,
+                    self._epsilon,
+                    mechanism=self._mechanism,
+                    report=self._report_mode,
+                )
         except QueryError:
             if self._status is TransactionStatus.IN_TRANSACTION:
                 self._status = TransactionStatus.FAILED
             raise
+        if statement.kind is Kind.SHOW and statement.name == "all":
+            return SHOW_ALL_COLUMNS
         if statement.kind is Kind.SHOW:
             return (ColumnDescription(statement.name or "", TEXT_OID),)
         return None
@@ -170,7 +194,14 @@ class AnalystSession:
         token = CancelToken()
         self._token = token
         try:
-            return await self._pipeline.answer(self._asker, sql, self._epsilon, token)
+            return await self._pipeline.answer(
+                self._asker,
+                sql,
+                self._epsilon,
+                token,
+                mechanism=self._mechanism,
+                report=self._report_mode,
+            )
         finally:
             self._token = None
 
@@ -236,11 +267,14 @@ class AnalystSession:
     def _show(self, name: str) -> StatementResult:
         if name == EPSILON_PARAMETER:
             value = self._epsilon.plain
+        elif name == MECHANISM_PARAMETER:
+            value = self._mechanism.value
+        elif name == REPORT_PARAMETER:
+            value = self._report_mode
         elif name == "all":
-            raise QueryError(
-                FEATURE_NOT_SUPPORTED,
-                "SHOW ALL is not supported",
-                hint="SHOW one parameter at a time",
+            dpproxy = {EPSILON_PARAMETER: self._epsilon.plain}
+            return show_all(
+                {**self._parameters, **dpproxy, MECHANISM_PARAMETER: self._mechanism.value}
             )
         elif name in self._parameters:
             value = self._parameters[name]
@@ -255,9 +289,14 @@ class AnalystSession:
         if stored is None:
             value = "no budget: this analyst was removed by an admin"
         else:
+            cost = self._epsilon.plain
+            if self._mechanism is Mechanism.GAUSSIAN:
+                rho = Rho.from_nano(laplace_rho_nano(self._epsilon))
+                delta = format_delta(stored.budget.delta)
+                cost = f"ρ={rho.plain}, Gaussian; amounts are ε at δ={delta}"
             value = (
                 f"{stored.remaining.plain} left of {stored.budget.total.plain} "
-                f"({stored.spent.plain} spent; next query costs {self._epsilon.plain})"
+                f"({stored.spent.plain} spent; next query costs {cost})"
             )
         column = ColumnDescription(BUDGET_PARAMETER, TEXT_OID)
         return StatementResult(tag="SHOW", columns=(column,), rows=((value,),))
@@ -265,12 +304,16 @@ class AnalystSession:
     def _reset(self, name: str) -> StatementResult:
         if name in ("all", EPSILON_PARAMETER):
             self._epsilon = self._asker.budget.default_per_query
+        if name in ("all", MECHANISM_PARAMETER):
+            self._mechanism = self._asker.budget.mechanism
+        if name in ("all", REPORT_PARAMETER):
+            self._report_mode = "notice"
         if name == "all":
             self._parameters.update(
                 {k: v for k, v in DEFAULT_PARAMETERS.items() if k != "application_name"}
             )
             return StatementResult(tag="RESET")
-        if name == EPSILON_PARAMETER:
+        if name in (EPSILON_PARAMETER, MECHANISM_PARAMETER, REPORT_PARAMETER):
             return StatementResult(tag="RESET")
         if name not in DEFAULT_PARAMETERS:
             raise _unknown(name)
@@ -282,6 +325,12 @@ class AnalystSession:
     def _set(self, name: str, value: str | None) -> StatementResult:
         if name == EPSILON_PARAMETER:
             self._epsilon = self._parse_epsilon(value)
+            return StatementResult(tag="SET")
+        if name == MECHANISM_PARAMETER:
+            self._mechanism = self._parse_mechanism(value)
+            return StatementResult(tag="SET")
+        if name == REPORT_PARAMETER:
+            self._report_mode = self._parse_report(value)
             return StatementResult(tag="SET")
         if name == "transaction":
             return StatementResult(tag="SET")
@@ -303,6 +352,36 @@ class AnalystSession:
     def _report(self, name: str) -> tuple[tuple[str, str], ...]:
         reported = REPORTED_PARAMETERS.get(name)
         return () if reported is None else ((reported, self._parameters[name]),)
+
+    def _parse_report(self, value: str | None) -> Report:
+        wanted = "notice" if value is None else value.strip().lower()
+        for report in REPORTS:
+            if report == wanted:
+                return report
+        raise QueryError(
+            INVALID_PARAMETER_VALUE,
+            f'invalid value for {REPORT_PARAMETER}: "{value}"',
+            hint=f"use SET {REPORT_PARAMETER} = notice or columns",
+        )
+
+    def _parse_mechanism(self, value: str | None) -> Mechanism:
+        if value is None:
+            return self._asker.budget.mechanism
+        try:
+            mechanism = Mechanism(value.strip().lower())
+        except ValueError:
+            raise QueryError(
+                INVALID_PARAMETER_VALUE,
+                f'invalid value for {MECHANISM_PARAMETER}: "{value}"',
+                hint=f"use SET {MECHANISM_PARAMETER} = laplace or gaussian",
+            ) from None
+        if mechanism is Mechanism.GAUSSIAN and self._asker.budget.delta == 0:
+            raise QueryError(
+                INVALID_PARAMETER_VALUE,
+                "Gaussian answers need a budget with δ above 0; this analyst's δ is 0",
+                hint="ask an admin for a δ (e.g. 1e-6), or keep the laplace mechanism",
+            )
+        return mechanism
 
     def _parse_epsilon(self, value: str | None) -> Epsilon:
         budget = self._asker.budget
@@ -341,5 +420,8 @@ def _warning(message: str) -> Notice:
 def _unknown(name: str) -> QueryError:
     hint = None
     if name.startswith("dpproxy."):
-        hint = f"dpproxy's settings: {EPSILON_PARAMETER}, {BUDGET_PARAMETER} (SHOW only)"
+        hint = (
+            f"dpproxy's settings: {EPSILON_PARAMETER}, {MECHANISM_PARAMETER}, "
+            f"{REPORT_PARAMETER}, {BUDGET_PARAMETER} (SHOW only)"
+        )
     return QueryError(UNDEFINED_OBJECT, f'unrecognized configuration parameter "{name}"', hint=hint)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import os
 import tomllib
+from decimal import Decimal
 from pathlib import Path
 from typing import Literal, Self
 
@@ -21,7 +22,7 @@ from pydantic import (
     model_validator,
 )
 
-from accountant import AnalystBudget, Epsilon
+from accountant import AnalystBudget, Epsilon, Mechanism, Period
 from proxy.protocol.scram import InvalidVerifier, parse_verifier
 from rewriter.policy import TablePolicy
 
@@ -83,6 +84,14 @@ class BackendSettings(BaseModel):
     statement_timeout_seconds: float = Field(
         default=60.0, gt=0, description="Longest a query may run in the database."
     )
+    answer_cache_seconds: float = Field(
+        default=3600.0,
+        ge=0,
+        description=(
+            "How long the same query of the same analyst returns the same noisy answer at no"
+            " cost (DuckDB: also until the file changes). 0 turns the answer cache off."
+        ),
+    )
 
     @model_validator(mode="after")
     def _check_engine(self) -> Self:
@@ -130,6 +139,26 @@ class AnalystSettings(BaseModel):
     epsilon_per_query_max: float | None = Field(
         default=None, gt=0, description="Largest ε one query may spend (default: no cap)."
     )
+    delta: float = Field(
+        default=1e-6,
+        ge=0,
+        le=1e-3,
+        description=(
+            "δ of the analyst's (ε, δ) budget: Gaussian (zCDP) answers are converted to ε at"
+            " this δ. 0 allows only Laplace (pure ε) answers."
+        ),
+    )
+    mechanism: Literal["laplace", "gaussian"] = Field(
+        default="laplace",
+        description="Noise of a query when the session has not SET dpproxy.mechanism.",
+    )
+    period: Literal["never", "daily", "weekly", "monthly"] = Field(
+        default="never",
+        description=(
+            "How often the analyst's spending starts again from zero (00:00 UTC; weeks on"
+            " Monday, months on the 1st). epsilon_total is then per period."
+        ),
+    )
 
     @field_validator("password")
     @classmethod
@@ -162,6 +191,9 @@ class AnalystSettings(BaseModel):
                     if self.epsilon_per_query_max is None
                     else Epsilon(str(self.epsilon_per_query_max))
                 ),
+                delta=Decimal(str(self.delta)),
+                mechanism=Mechanism(self.mechanism),
+                period=Period(self.period),
             )
         except ValidationError as error:
             problem = error.errors()[0]["msg"].removeprefix("Value error, ")

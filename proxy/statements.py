@@ -8,6 +8,7 @@ else is a query for the rewriter.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from enum import Enum
@@ -51,8 +52,22 @@ _COMMIT = {"commit", "end"}
 _ROLLBACK = {"rollback", "abort"}
 
 
+# Clients repeat their statements: short ones are remembered (errors are not: they raise).
+_CACHE_SIZE = 1024
+_CACHED_LENGTH = 4096
+
+
 def strip_sql(sql: str) -> str:
     """Remove comments, surrounding whitespace and trailing semicolons."""
+    return _strip_cached(sql) if len(sql) <= _CACHED_LENGTH else _strip(sql)
+
+
+def recognize(sql: str) -> SessionStatement | None:
+    """A SessionStatement if ``sql`` is one, else None. Raises StatementSyntaxError."""
+    return _recognize_cached(sql) if len(sql) <= _CACHED_LENGTH else _recognize(sql)
+
+
+def _strip(sql: str) -> str:
     text = re.sub(r"--[^\n]*", " ", sql)
     text = re.sub(r"/\*.*?\*/", " ", text, flags=re.DOTALL)
     text = text.strip()
@@ -61,8 +76,7 @@ def strip_sql(sql: str) -> str:
     return text
 
 
-def recognize(sql: str) -> SessionStatement | None:
-    """A SessionStatement if ``sql`` is one, else None. Raises StatementSyntaxError."""
+def _recognize(sql: str) -> SessionStatement | None:
     text = strip_sql(sql)
     first = text.split(None, 1)[0].lower() if text else ""
     if first in _BEGIN:
@@ -99,6 +113,10 @@ def recognize(sql: str) -> SessionStatement | None:
             raise StatementSyntaxError("expected RESET <parameter> or RESET ALL")
         return SessionStatement(Kind.RESET, _name(words[0]))
     return None
+
+
+_strip_cached = functools.lru_cache(maxsize=_CACHE_SIZE)(_strip)
+_recognize_cached = functools.lru_cache(maxsize=_CACHE_SIZE)(_recognize)
 
 
 def _tokens(text: str) -> list[str]:

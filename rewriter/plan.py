@@ -36,6 +36,8 @@ class Accuracy:
 
 
 ReleasedValue = DomainValue | float | int
+#: An average released within this fraction of its range from a bound is flagged.
+CLAMP_MARGIN = 0.05
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,8 @@ class Release:
     columns: tuple[tuple[str, str], ...]  # (name, DuckDB type)
     rows: tuple[tuple[ReleasedValue, ...], ...]
     accuracy: tuple[Accuracy, ...]
+    #: Warnings that clamping may have biased an answer (see :func:`clamp_warnings`).
+    warnings: tuple[str, ...] = ()
 
 
 class ReleaseError(Exception):
@@ -111,7 +115,38 @@ class Plan:
             released.append((*cell, *(self._value(o, noisy) for o in self.outputs)))
         if exact:
             raise ReleaseError("the backend returned a group outside the public domain")
-        return Release(self.released_columns, tuple(released), self._accuracy())
+        rows = tuple(released)
+        return Release(self.released_columns, rows, self.accuracy(), self.clamp_warnings(rows))
+
+    def clamp_warnings(self, rows: Sequence[Sequence[ReleasedValue]]) -> tuple[str, ...]:
+        """Averages released within CLAMP_MARGIN of the range from a declared bound.
+
+        Values outside the bounds are clamped to them, so an average near a bound suggests
+        many values at or beyond it: the true average may lie further out (bias). Computed
+        from the released (noisy) values only, so it costs nothing; a warning, not a test.
+        It also fires for groups with (almost) no rows, whose average is meaningless.
+        Clamping of sums and bounding of rows per person cannot be seen without spending
+        budget on it, so they are not flagged (the NOTICE always states the bounds).
+        """
+        found = []
+        keys = len(self.keys)
+        for position, output in enumerate(self.outputs):
+            if output.aggregate is not Aggregate.AVG or output.bounds is None:
+                continue
+            low, high = output.bounds.lower, output.bounds.upper
+            margin = (high - low) * CLAMP_MARGIN
+            near = 0
+            for row in rows:
+                value = row[keys + position]
+                if isinstance(value, int | float) and not low + margin < value < high - margin:
+                    near += 1
+            if near:
+                found.append(
+                    f"{output.label} is within {CLAMP_MARGIN:.0%} of its declared bounds "
+                    f"[{low:g}, {high:g}] in {near} of {len(rows)} row(s): values beyond the "
+                    "bounds were clamped, so the true value may lie further out"
+                )
+        return tuple(found)
 
     def _value(self, output: OutputSpec, noisy: dict[str, int]) -> int | float:
         if output.aggregate in (
@@ -157,7 +192,8 @@ class Plan:
                 return m
         raise ReleaseError(f"no measurement {key}")
 
-    def _accuracy(self) -> tuple[Accuracy, ...]:
+    def accuracy(self) -> tuple[Accuracy, ...]:
+        """Per output, the 95% half-width of its noise (known before any data is read)."""
         result = []
         for output in self.outputs:
             measured = self._measurement(output.numerator)

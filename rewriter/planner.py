@@ -99,7 +99,8 @@ def _measure(
 ) -> tuple[Measurement, ...]:
     """Split the query's ε (Laplace: L1 over the groups) or ρ (Gaussian) equally."""
     if request.mechanism == "gaussian":
-        rho = request.epsilon**2 / 2 / len(specs)
+        # A hair below the equal share, so the float sum of the maps never exceeds ρ.
+        rho = request.epsilon**2 / 2 / len(specs) * (1 - 1e-12)
         return tuple(
             Measurement(s, DiscreteGaussian.for_rho(s.unit_bound, rho, groups), 0.0, rho)
             for s in specs

@@ -102,6 +102,26 @@ def add_admin_commands(
         people.budget_reset,
     )
     reset.add_argument("analyst")
+    overall = _action(
+        budget,
+        "global",
+        common,
+        "show, set or remove the cap on all analysts' spending together",
+        people.budget_global,
+    )
+    which = overall.add_mutually_exclusive_group()
+    which.add_argument("--epsilon-total", metavar="EPS", help="set the global cap (ε)")
+    which.add_argument("--none", action="store_true", help="remove the global cap")
+    overall.add_argument("--delta", metavar="DELTA", help="δ of the global cap (default 1e-6)")
+
+    cache = _group(commands, "cache", "the answer cache (repeated queries at no cost)")
+    _action(
+        cache,
+        "clear",
+        common,
+        "forget every cached answer (e.g. after new data was loaded into PostgreSQL)",
+        people.cache_clear,
+    )
 
     _add_audit(commands, common)
 

@@ -17,11 +17,16 @@ from accountant import (
     AnalystBudget,
     AnalystExists,
     Epsilon,
+    GlobalBudget,
     InvalidAmount,
+    Mechanism,
+    Period,
     StateStore,
     StoredAnalyst,
     UnknownAnalyst,
+    format_delta,
 )
+from accountant.budget import parse_delta
 from proxy.admin.common import change, emit, open_store, read_password, render
 from proxy.protocol.scram import make_verifier
 from proxy.settings import Settings
@@ -30,6 +35,8 @@ _FLAGS = {
     "total": "--epsilon-total",
     "default_per_query": "--epsilon-default",
     "per_query_cap": "--epsilon-per-query-max",
+    "delta": "--delta",
+    "mechanism": "--mechanism",
 }
 _BUDGET_KEYS = ("analyst", "total", "spent", "remaining", "per_query_default", "per_query_max")
 BUDGET_COLUMNS = (
@@ -55,11 +62,40 @@ def add_budget_flags(parser: argparse.ArgumentParser, *, required_total: bool) -
     cap = parser.add_mutually_exclusive_group()
     cap.add_argument("--epsilon-per-query-max", metavar="EPS", help="most one query may spend")
     cap.add_argument("--no-per-query-max", action="store_true", help="remove the per-query cap")
+    parser.add_argument(
+        "--delta", metavar="DELTA", help="δ of the (ε, δ) budget (default 1e-6; 0: pure ε only)"
+    )
+    parser.add_argument(
+        "--mechanism",
+        choices=[m.value for m in Mechanism],
+        help="noise of a query unless the session SETs dpproxy.mechanism",
+    )
+    parser.add_argument(
+        "--period",
+        choices=[p.value for p in Period],
+        help="how often spending starts again from zero (00:00 UTC)",
+    )
 
 
-def make_budget(total: Epsilon, default: Epsilon, cap: Epsilon | None) -> AnalystBudget:
+def make_budget(
+    total: Epsilon,
+    default: Epsilon,
+    cap: Epsilon | None,
+    *,
+    like: AnalystBudget | None = None,
+    args: argparse.Namespace | None = None,
+) -> AnalystBudget:
+    """A budget of these amounts; δ, mechanism and period from ``args`` (the flags given),
+    else from ``like`` (the current budget), else the defaults."""
+    extra: dict[str, Any] = {}
+    if like is not None:
+        extra = {"delta": like.delta, "mechanism": like.mechanism, "period": like.period}
+    for name in ("delta", "mechanism", "period"):
+        given = None if args is None else getattr(args, name, None)
+        if given is not None:
+            extra[name] = given
     try:
-        return AnalystBudget(total=total, default_per_query=default, per_query_cap=cap)
+        return AnalystBudget(total=total, default_per_query=default, per_query_cap=cap, **extra)
     except ValidationError as error:
         problem = error.errors()[0]["msg"].removeprefix("Value error, ")
         for name, flag in _FLAGS.items():
@@ -90,7 +126,7 @@ def analyst_add(settings: Settings, args: argparse.Namespace, command: str) -> i
     total = Epsilon(args.epsilon_total)
     cap = _amount(args.epsilon_per_query_max)
     default = _or(_amount(args.epsilon_default), min(Epsilon(1), total if cap is None else cap))
-    budget = make_budget(total, default, cap)
+    budget = make_budget(total, default, cap, args=args)
     with open_store(settings, command) as store:
         if store.analyst(args.name) is not None:
             raise AnalystExists(args.name)  # say so before asking for a password
@@ -145,10 +181,11 @@ def budget_set(settings: Settings, args: argparse.Namespace, command: str) -> in
     total = _amount(args.epsilon_total)
     default = _amount(args.epsilon_default)
     cap = _amount(args.epsilon_per_query_max)
-    if total is None and default is None and cap is None and not args.no_per_query_max:
+    given = (total, default, cap, args.delta, args.mechanism, args.period)
+    if all(value is None for value in given) and not args.no_per_query_max:
         raise InvalidAmount(
             "nothing to set; give --epsilon-total, --epsilon-default, "
-            "--epsilon-per-query-max or --no-per-query-max"
+            "--epsilon-per-query-max, --no-per-query-max, --delta, --mechanism or --period"
         )
 
     def update(current: AnalystBudget) -> AnalystBudget:
@@ -156,7 +193,11 @@ def budget_set(settings: Settings, args: argparse.Namespace, command: str) -> in
         if args.no_per_query_max:
             new_cap = None
         return make_budget(
-            _or(total, current.total), _or(default, current.default_per_query), new_cap
+            _or(total, current.total),
+            _or(default, current.default_per_query),
+            new_cap,
+            like=current,
+            args=args,
         )
 
     return _change_budget(settings, args.analyst, command, update)
@@ -168,7 +209,9 @@ def budget_grant(settings: Settings, args: argparse.Namespace, command: str) -> 
         raise InvalidAmount("grant an amount greater than 0")
 
     def update(current: AnalystBudget) -> AnalystBudget:
-        return make_budget(current.total + extra, current.default_per_query, current.per_query_cap)
+        return make_budget(
+            current.total + extra, current.default_per_query, current.per_query_cap, like=current
+        )
 
     return _change_budget(settings, args.analyst, command, update)
 
@@ -203,3 +246,38 @@ def _active(store: StateStore, name: str) -> StoredAnalyst:
     if found is None:
         raise UnknownAnalyst(name, [a.name for a in store.analysts()])
     return found
+
+
+def budget_global(settings: Settings, args: argparse.Namespace, command: str) -> int:
+    """Show, set or remove the cap on all analysts' charges together."""
+    with open_store(settings, command) as store:
+        if args.none:
+            record = store.set_global_budget(None, change(command))
+            print(f"{record.reason} (audit record {record.id})")
+            return 0
+        if args.epsilon_total is not None:
+            delta = parse_delta(args.delta if args.delta is not None else "0.000001")
+            total = Epsilon(args.epsilon_total)
+            if total.is_zero():
+                raise InvalidAmount("the global total must be greater than 0")
+            record = store.set_global_budget(GlobalBudget(total, delta), change(command))
+            print(f"{record.reason} (audit record {record.id})")
+        current = store.global_budget()
+        if current is None:
+            print("no global budget: only each analyst's own budget applies")
+            return 0
+        spent = store.global_spent(current.delta)
+        print(
+            f"global budget: ε={current.total.plain} at δ={format_delta(current.delta)} over all "
+            f"analysts; {spent.plain} spent (all charges ever), "
+            f"{current.total.saturating_sub(spent).plain} left"
+        )
+    return 0
+
+
+def cache_clear(settings: Settings, args: argparse.Namespace, command: str) -> int:
+    """Raise the answer-cache epoch: running servers forget their cached answers."""
+    with open_store(settings, command) as store:
+        record = store.clear_answer_cache(change(command))
+    print(f"{record.reason} (audit record {record.id})")
+    return 0

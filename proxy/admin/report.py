@@ -138,7 +138,10 @@ def _spending_chart(analyst: StoredAnalyst, records: list[AuditRecord]) -> str:
     points: list[tuple[datetime, float]] = []
     spent = 0.0
     for record in records:
-        if record.decision in CHARGED:
+        if record.decision in CHARGED and record.rho and record.remaining is not None:
+            # ρ charges do not add up as ε: what is left after the charge says what is spent.
+            spent = float(analyst.budget.total) - float(record.remaining)
+        elif record.decision in CHARGED:
             spent += float(record.epsilon)
         elif record.decision is Decision.ADMIN and (record.reason or "").startswith(RESET_PREFIX):
             spent = 0.0

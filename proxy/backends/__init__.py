@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Protocol
 
 from rewriter.catalog import ColumnType
@@ -34,11 +35,25 @@ class CancelToken:
             canceller()
 
 
+@dataclass(frozen=True)
+class DeclaredType:
+    """A column's type as the database declares it (information_schema.columns), for the
+    catalog that clients browse; the rewriter only needs the coarse ColumnType."""
+
+    name: str  # data_type, as the engine spells it ("integer", "VARCHAR", "DECIMAL(9,2)")
+    length: int | None = None  # character_maximum_length
+    precision: int | None = None  # numeric_precision
+    scale: int | None = None  # numeric_scale
+
+
+Schema = Mapping[str, Mapping[str, DeclaredType]]
+
+
 class Backend(Protocol):
     dialect: Dialect
 
-    async def schema_columns(self, schema: str) -> Mapping[str, Mapping[str, ColumnType]]:
-        """table -> column -> type, from the catalog only."""
+    async def schema_declared(self, schema: str) -> Schema:
+        """table -> column -> declared type, from the catalog only (never the data)."""
         ...
 
     async def fetch_all(self, sql: str, token: CancelToken) -> list[tuple[object, ...]]:
@@ -85,13 +100,29 @@ def column_type(declared: str) -> ColumnType:
 
 
 SCHEMA_QUERY = (
-    "SELECT table_name, column_name, data_type FROM information_schema.columns "
+    "SELECT table_name, column_name, data_type, character_maximum_length, "
+    "numeric_precision, numeric_scale FROM information_schema.columns "
     "WHERE table_schema = {placeholder} ORDER BY table_name, ordinal_position"
 )
 
 
-def group_columns(rows: list[tuple[str, str, str]]) -> dict[str, dict[str, ColumnType]]:
-    tables: dict[str, dict[str, ColumnType]] = {}
-    for table, column, declared in rows:
-        tables.setdefault(table, {})[column] = column_type(declared)
+def group_declared(rows: list[tuple[object, ...]]) -> dict[str, dict[str, DeclaredType]]:
+    """SCHEMA_QUERY's rows as table -> column -> declared type."""
+    tables: dict[str, dict[str, DeclaredType]] = {}
+    for table, column, declared, length, precision, scale in rows:
+        tables.setdefault(str(table), {})[str(column)] = DeclaredType(
+            str(declared), _int_or_none(length), _int_or_none(precision), _int_or_none(scale)
+        )
     return tables
+
+
+def column_types(schema: Schema) -> dict[str, dict[str, ColumnType]]:
+    """table -> column -> the rewriter's coarse ColumnType."""
+    return {
+        table: {name: column_type(declared.name) for name, declared in columns.items()}
+        for table, columns in schema.items()
+    }
+
+
+def _int_or_none(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

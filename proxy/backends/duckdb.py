@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from collections.abc import Mapping
 from pathlib import Path
 
 import duckdb
@@ -15,9 +14,9 @@ from proxy.backends import (
     BackendError,
     CancelToken,
     QueryCanceled,
-    group_columns,
+    Schema,
+    group_declared,
 )
-from rewriter.catalog import ColumnType
 from rewriter.planner import Dialect
 
 
@@ -39,13 +38,13 @@ class DuckDBBackend:
             raise BackendError(f"{path}: cannot open as a DuckDB database: {error}") from None
         self._timeout = timeout_seconds
 
-    async def schema_columns(self, schema: str) -> Mapping[str, Mapping[str, ColumnType]]:
+    async def schema_declared(self, schema: str) -> Schema:
         cursor = self._connection.cursor()
         try:
             rows = cursor.execute(SCHEMA_QUERY.format(placeholder="?"), [schema]).fetchall()
         finally:
             cursor.close()
-        return group_columns([(str(t), str(c), str(d)) for t, c, d in rows])
+        return group_declared([tuple(row) for row in rows])
 
     async def fetch_all(self, sql: str, token: CancelToken) -> list[tuple[object, ...]]:
         cursor = self._connection.cursor()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 import psycopg
 
@@ -19,9 +19,9 @@ from proxy.backends import (
     BackendError,
     CancelToken,
     QueryCanceled,
-    group_columns,
+    Schema,
+    group_declared,
 )
-from rewriter.catalog import ColumnType
 from rewriter.planner import Dialect
 
 QUERY_CANCELED = "57014"
@@ -63,7 +63,7 @@ class PostgresBackend:
             self._all.discard(conn)
         return await self._connect()
 
-    async def schema_columns(self, schema: str) -> Mapping[str, Mapping[str, ColumnType]]:
+    async def schema_declared(self, schema: str) -> Schema:
         async with self._slots:
             conn = await self._acquire()
             try:
@@ -73,7 +73,7 @@ class PostgresBackend:
                 await self._discard(conn)
                 raise BackendError(f"PostgreSQL: {error}") from None
             self._idle.put_nowait(conn)
-        return group_columns([(str(t), str(c), str(d)) for t, c, d in rows])
+        return group_declared([tuple(row) for row in rows])
 
     async def fetch_all(self, sql: str, token: CancelToken) -> list[tuple[object, ...]]:
         async with self._slots:

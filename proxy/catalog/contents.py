@@ -7,11 +7,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from proxy.catalog.pgtypes import TYPES, column_type_oid
+from proxy.backends import DeclaredType
+from proxy.catalog.pgtypes import TYPES, column_type_oid, declared_type
 from proxy.catalog.relations import INFORMATION_SCHEMA, PG_CATALOG, RELATIONS, Relation
 from rewriter import Catalog
 
 Row = Mapping[str, object]
+Declared = Mapping[str, Mapping[str, DeclaredType]]  # table -> column -> declared type
 
 PUBLIC = "public"
 OWNER = "dpproxy"
@@ -28,6 +30,7 @@ _TEXT_CATEGORY = "S"
 class ShownColumn:
     name: str
     type_oid: int
+    typmod: int = -1
 
 
 @dataclass(frozen=True)
@@ -41,13 +44,18 @@ class ShownRelation:
     columns: tuple[ShownColumn, ...]
 
 
-def shown_relations(catalog: Catalog) -> list[ShownRelation]:
-    """The analyst's tables (schema public) and the emulated catalog relations."""
+def shown_relations(catalog: Catalog, declared: Declared | None = None) -> list[ShownRelation]:
+    """The analyst's tables (schema public) and the emulated catalog relations. A table's
+    columns show the types the database declares (``declared``), else the rewriter's."""
     shown = []
+    by_name = {name.lower(): columns for name, columns in (declared or {}).items()}
     for index, key in enumerate(sorted(catalog.tables)):
         table = catalog.tables[key]
+        types = by_name.get(table.name.lower(), {})
+        types_by_name = {name.lower(): found for name, found in types.items()}
         columns = tuple(
-            ShownColumn(info.name, column_type_oid(info.type)) for info in table.columns.values()
+            _shown_column(info.name, column_type_oid(info.type), types_by_name)
+            for info in table.columns.values()
         )
         shown.append(ShownRelation(FIRST_TABLE_OID + index, PUBLIC, table.name, "r", columns))
     for index, relation in enumerate(RELATIONS.values()):
@@ -64,6 +72,16 @@ def shown_relations(catalog: Catalog) -> list[ShownRelation]:
     return shown
 
 
+def _shown_column(name: str, coarse_oid: int, declared: Mapping[str, DeclaredType]) -> ShownColumn:
+    found = declared.get(name.lower())
+    shown = None
+    if found is not None:
+        shown = declared_type(found.name, found.length, found.precision, found.scale)
+    if shown is None:
+        return ShownColumn(name, coarse_oid)
+    return ShownColumn(name, *shown)
+
+
 def _type_oid(pg_type: str) -> int:
     wanted = pg_type.strip('"')
     for found in TYPES.values():
@@ -74,9 +92,11 @@ def _type_oid(pg_type: str) -> int:
     return 25
 
 
-def catalog_rows(catalog: Catalog) -> dict[tuple[str, str], list[Row]]:
+def catalog_rows(
+    catalog: Catalog, declared: Declared | None = None
+) -> dict[tuple[str, str], list[Row]]:
     """Rows of every relation that has any; the others are empty."""
-    relations = shown_relations(catalog)
+    relations = shown_relations(catalog, declared)
     rows: dict[tuple[str, str], list[Row]] = {
         (PG_CATALOG, "pg_namespace"): [
             {"oid": oid, "nspname": name, "nspowner": OWNER_OID}
@@ -221,10 +241,10 @@ def _pg_attribute(relations: list[ShownRelation]) -> Iterator[Row]:
                 "attnum": number,
                 "attndims": 1 if pg_type is not None and pg_type.category == "A" else 0,
                 "attcacheoff": -1,
-                "atttypmod": -1,
+                "atttypmod": column.typmod,
                 "attbyval": pg_type.by_value if pg_type is not None else False,
                 "attalign": "i",
-                "attstorage": "p",
+                "attstorage": "p" if pg_type is None or pg_type.by_value else "x",
                 "attcompression": "",
                 "attnotnull": False,
                 "atthasdef": False,
@@ -306,7 +326,8 @@ def _information_schema_columns(relations: list[ShownRelation]) -> Iterator[Row]
         for number, column in enumerate(relation.columns, start=1):
             pg_type = TYPES.get(column.type_oid)
             is_array = pg_type is not None and pg_type.category == "A"
-            precision, scale = _numeric_precision(column.type_oid)
+            precision, scale = _numeric_precision(column.type_oid, column.typmod)
+            length = column.typmod - 4 if column.type_oid in (1042, 1043) else -1
             yield {
                 "table_schema": relation.schema,
                 "table_name": relation.name,
@@ -316,8 +337,11 @@ def _information_schema_columns(relations: list[ShownRelation]) -> Iterator[Row]
                 "data_type": "ARRAY"
                 if is_array
                 else (pg_type.formatted if pg_type is not None else "text"),
+                "character_maximum_length": length if length >= 0 else None,
                 "numeric_precision": precision,
-                "numeric_precision_radix": 2 if precision is not None else None,
+                "numeric_precision_radix": (10 if column.type_oid == 1700 else 2)
+                if precision is not None
+                else None,
                 "numeric_scale": scale,
                 "datetime_precision": {1082: 0, 1114: 6, 1184: 6}.get(column.type_oid),
                 "collation_name": None,
@@ -332,7 +356,11 @@ def _information_schema_columns(relations: list[ShownRelation]) -> Iterator[Row]
             }
 
 
-def _numeric_precision(type_oid: int) -> tuple[int | None, int | None]:
+def _numeric_precision(type_oid: int, typmod: int) -> tuple[int | None, int | None]:
+    if type_oid == 1700:
+        if typmod < 4:
+            return None, None
+        return (typmod - 4) >> 16, (typmod - 4) & 0xFFFF
     return {20: (64, 0), 23: (32, 0), 21: (16, 0), 701: (53, None), 700: (24, None)}.get(
         type_oid, (None, None)
     )

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import duckdb
 import numpy
 
-from proxy.catalog.contents import Row, catalog_rows, session_relation_sql
+from proxy.catalog.contents import Declared, Row, catalog_rows, session_relation_sql
 from proxy.catalog.functions import macro_statements
 from proxy.catalog.keywords import KEYWORDS
 from proxy.catalog.pgtypes import TYPE_ALIASES, TYPES
@@ -48,10 +48,10 @@ class QueryOutput:
 
 
 class CatalogDatabase:
-    def __init__(self, catalog: Catalog) -> None:
+    def __init__(self, catalog: Catalog, declared: Declared | None = None) -> None:
         self._connection = duckdb.connect(":memory:")
         self._lock = threading.Lock()
-        _build(self._connection, catalog)
+        _build(self._connection, catalog, declared)
         for statement in (
             "SET enable_external_access = false",
             "SET threads = 1",
@@ -89,10 +89,12 @@ class CatalogDatabase:
         self._connection.close()
 
 
-def _build(connection: duckdb.DuckDBPyConnection, catalog: Catalog) -> None:
+def _build(
+    connection: duckdb.DuckDBPyConnection, catalog: Catalog, declared: Declared | None
+) -> None:
     for schema in DUCK_SCHEMAS.values():
         connection.execute(f"CREATE SCHEMA {schema}")
-    contents = catalog_rows(catalog)
+    contents = catalog_rows(catalog, declared)
     for relation in RELATIONS.values():
         columns = relation.duck_columns()
         ddl = ", ".join(f'"{name}" {duck}' for name, duck in columns)

@@ -25,8 +25,12 @@ MACROS: dict[str, tuple[str, ...]] = {
         f'FROM {S}."pg_class" c WHERE c.oid = rel), false)',
     ),
     "format_type": (
-        f"(type_oid, typmod) AS (SELECT max(n.formatted) FROM {S}.dp_type_formats n "
-        "WHERE n.oid = type_oid)",
+        "(type_oid, typmod) AS (SELECT max(CASE "
+        "WHEN typmod >= 4 AND n.oid IN (1042, 1043) "
+        "THEN n.formatted || '(' || CAST(typmod - 4 AS VARCHAR) || ')' "
+        "WHEN typmod >= 4 AND n.oid = 1700 THEN 'numeric(' || CAST((typmod - 4) >> 16 AS "
+        "VARCHAR) || ',' || CAST((typmod - 4) & 65535 AS VARCHAR) || ')' "
+        f"ELSE n.formatted END) FROM {S}.dp_type_formats n WHERE n.oid = type_oid)",
     ),
     "to_regtype": (
         f"(type_name) AS (SELECT max(n.oid) FROM {S}.dp_type_names n "

@@ -132,3 +132,81 @@ def result_type(duck_type: str) -> tuple[int, int]:
 
 def column_type_oid(column_type: ColumnType) -> int:
     return COLUMN_TYPE_OIDS[column_type]
+
+
+# Declared types (information_schema.data_type, PostgreSQL or DuckDB spelling, lower case)
+# -> the PostgreSQL type OID the catalog shows.
+_DECLARED_OIDS: Mapping[str, int] = {
+    "bigint": 20,
+    "int8": 20,
+    "long": 20,
+    "uinteger": 20,
+    "integer": 23,
+    "int4": 23,
+    "int": 23,
+    "signed": 23,
+    "usmallint": 23,
+    "smallint": 21,
+    "int2": 21,
+    "short": 21,
+    "tinyint": 21,
+    "int1": 21,
+    "utinyint": 21,
+    "ubigint": 1700,
+    "hugeint": 1700,
+    "uhugeint": 1700,
+    "numeric": 1700,
+    "decimal": 1700,
+    "double precision": 701,
+    "double": 701,
+    "float8": 701,
+    "real": 700,
+    "float4": 700,
+    "float": 700,  # DuckDB's FLOAT is 4 bytes
+    "character varying": 1043,
+    "varchar": 1043,
+    "string": 1043,
+    "text": 25,
+    "character": 1042,
+    "char": 1042,
+    "bpchar": 1042,
+    "boolean": 16,
+    "bool": 16,
+    "date": 1082,
+    "timestamp": 1114,
+    "timestamp without time zone": 1114,
+    "datetime": 1114,
+    "timestamp with time zone": 1184,
+    "timestamptz": 1184,
+    "time": 1083,
+    "time without time zone": 1083,
+    "interval": 1186,
+    "uuid": 2950,
+    "bytea": 17,
+    "blob": 17,
+    "json": 114,
+    "jsonb": 3802,
+}
+_VARHDRSZ = 4
+
+
+def declared_type(
+    name: str, length: int | None, precision: int | None, scale: int | None
+) -> tuple[int, int] | None:
+    """(type OID, typmod) of a column declared ``name`` (information_schema's data_type with
+    its length, precision and scale), or None for a type the catalog does not know."""
+    base, _, arguments = name.strip().lower().partition("(")
+    oid = _DECLARED_OIDS.get(base.strip())
+    if oid is None:
+        return None
+    if oid in (1042, 1043) and length is not None and length > 0:
+        return oid, length + _VARHDRSZ
+    if oid == 1700 and base.strip() in ("numeric", "decimal"):
+        if precision is None and arguments:  # DuckDB spells DECIMAL(p,s) in data_type
+            numbers = arguments.rstrip(")").split(",")
+            if all(n.strip().isdigit() for n in numbers):
+                precision = int(numbers[0])
+                scale = int(numbers[1]) if len(numbers) > 1 else 0
+        if precision is not None and precision > 0:
+            return oid, ((precision << 16) | (scale or 0)) + _VARHDRSZ
+    return oid, -1

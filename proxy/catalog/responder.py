@@ -11,10 +11,12 @@ import logging
 from collections.abc import Sequence
 
 from proxy import __version__
+from proxy.catalog.contents import Declared
 from proxy.catalog.database import CatalogDatabase, CatalogQueryFailed, CatalogQueryTooLong
 from proxy.catalog.pgtypes import result_type
+from proxy.catalog.result_cache import RESULT_CACHE_SIZE, ResultCache
 from proxy.catalog.text import pg_text
-from proxy.catalog.translate import CatalogRefused, SessionValues, translate
+from proxy.catalog.translate import CatalogRefused, SessionValues, remembered_translation
 from proxy.responders import SessionContext
 from proxy.seam import ColumnDescription, QueryError, StatementResult
 from proxy.sqlstate import FEATURE_NOT_SUPPORTED, QUERY_CANCELED
@@ -29,8 +31,12 @@ DEFAULT_DATABASE = "dpproxy"
 class CatalogResponder:
     """One per server: builds the emulated catalog once from the Catalog."""
 
-    def __init__(self, catalog: Catalog) -> None:
-        self._database = CatalogDatabase(catalog)
+    def __init__(self, catalog: Catalog, declared: Declared | None = None) -> None:
+        """``declared``: table -> column -> the type the database declares, shown instead
+        of the rewriter's coarse type (e.g. integer and character varying, not bigint and
+        text)."""
+        self._database = CatalogDatabase(catalog, declared)
+        self._results = ResultCache(RESULT_CACHE_SIZE)
 
     async def answer(self, sql: str, context: SessionContext) -> StatementResult | None:
         return await self.answer_with_parameters(sql, context, ())
@@ -46,11 +52,14 @@ class CatalogResponder:
             settings=dict(context.parameters),
         )
         try:
-            translation = translate(sql, session, parameters)
+            translation = remembered_translation(sql, session, parameters)
         except CatalogRefused as refusal:
             raise QueryError(FEATURE_NOT_SUPPORTED, refusal.message, hint=refusal.hint) from None
         if translation is None:
             return None
+        cached = self._results.get(translation.sql)
+        if cached is not None:
+            return cached
         try:
             output = await self._database.run(translation.sql)
         except CatalogQueryTooLong as error:
@@ -76,7 +85,9 @@ class CatalogResponder:
             for name, duck_type in zip(names, output.column_types, strict=True)
         )
         rows = tuple(tuple(pg_text(v) for v in row) for row in output.rows)
-        return StatementResult(tag=f"SELECT {len(rows)}", columns=columns, rows=rows)
+        result = StatementResult(tag=f"SELECT {len(rows)}", columns=columns, rows=rows)
+        self._results.put(translation.sql, result)
+        return result
 
     def close(self) -> None:
         self._database.close()

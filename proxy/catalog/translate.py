@@ -10,6 +10,7 @@ literals of the tree, never pasted into text.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -27,10 +28,19 @@ from proxy.catalog.relations import (
 )
 
 PUBLIC = "public"
+PARSE_CACHE_SIZE = 1024  # statements whose classification (catalog query or not) is kept
+CACHED_LENGTH = 4096  # longer statements are classified every time
 _CATALOG_SCHEMAS = (PG_CATALOG, INFORMATION_SCHEMA)
 # Table functions a catalog query may read from.
 _TABLE_FUNCTIONS = frozenset(
-    {"generate_series", "exploding_generate_series", "unnest", "pg_get_keywords", "_pg_expandarray"}
+    {
+        "generate_series",
+        "exploding_generate_series",
+        "unnest",
+        "explode",  # sqlglot's name for a schema-qualified unnest (pg_catalog.unnest)
+        "pg_get_keywords",
+        "_pg_expandarray",
+    }
 )
 # DuckDB functions that have no business in a catalog query.
 _REFUSED_FUNCTIONS = frozenset({"getenv", "set_config", "query", "query_table", "read_text"})
@@ -95,14 +105,63 @@ def translate(
     ``parameters`` are the text values of $1, $2, ... (extended protocol). Raises
     CatalogRefused for a catalog query dpproxy cannot answer.
     """
-    tree = _parse(sql)
-    if tree is None or not _reads_only_catalog(tree):
+    tree = catalog_tree(sql)
+    if tree is None:
         return None
     names = _output_names(tree)
     rewritten = _bottom_up(tree.copy(), lambda node: _rewrite(node, session, parameters))
     if names is not None:
         _set_output_names(rewritten, names)
     return Translation(rewritten.sql(dialect="duckdb"), names)
+
+
+def remembered_translation(
+    sql: str, session: SessionValues, parameters: Sequence[str | None] = ()
+) -> Translation | None:
+    """As translate(), remembering the translations of short statements (a translation is
+    a pure function of the statement, the session values and the parameters)."""
+    if len(sql) > CACHED_LENGTH or catalog_tree(sql) is None:
+        return translate(sql, session, parameters)
+    settings = tuple(session.settings.items())
+    return _translate_cached(
+        sql, (session.user, session.database, session.version), settings, tuple(parameters)
+    )
+
+
+@functools.lru_cache(maxsize=PARSE_CACHE_SIZE)
+def _translate_cached(
+    sql: str,
+    who: tuple[str, str, str],
+    settings: tuple[tuple[str, str], ...],
+    parameters: tuple[str | None, ...],
+) -> Translation | None:
+    user, database, version = who
+    return translate(sql, SessionValues(user, database, version, dict(settings)), parameters)
+
+
+def catalog_tree(sql: str) -> exp.Expression | None:
+    """The parsed query if ``sql`` is a catalog query, else None; raises CatalogRefused.
+
+    Remembered by text (most statements a client sends repeat): the tree returned is shared
+    and must not be changed, so translate() rewrites a copy.
+    """
+    tree, refusal = _classify_cached(sql) if len(sql) <= CACHED_LENGTH else _classify(sql)
+    if refusal is not None:
+        raise CatalogRefused(refusal.message, refusal.hint)
+    return tree
+
+
+def _classify(sql: str) -> tuple[exp.Expression | None, CatalogRefused | None]:
+    tree = _parse(sql)
+    try:
+        if tree is None or not _reads_only_catalog(tree):
+            return None, None
+    except CatalogRefused as refusal:
+        return None, refusal
+    return tree, None
+
+
+_classify_cached = functools.lru_cache(maxsize=PARSE_CACHE_SIZE)(_classify)
 
 
 def _bottom_up(

@@ -23,6 +23,7 @@ from accountant import (
     StateStore,
     UnknownAnalyst,
 )
+from accountant import sqlite as state_sqlite
 
 CHANGE = AdminChange(actor="root@host", command="dpproxy analyst add bob")
 BUDGET = AnalystBudget(total=Epsilon(2), default_per_query=Epsilon("0.5"))
@@ -170,18 +171,34 @@ def test_concurrent_budget_cut_never_lets_spending_exceed_it(tmp_path: Path) -> 
     assert Epsilon.from_nano(cumulative) <= max(Epsilon(5), Epsilon.from_nano(before_cut))
 
 
-def test_version_1_files_are_upgraded(tmp_path: Path) -> None:
-    path = tmp_path / "old.db"
-    with StateStore.open(path) as store:
-        store.reserve(attempt("alice"), Epsilon(1), budget("3"))
+def old_state_file(path: Path, version: int) -> None:
+    """A state file as dpproxy ``version`` made it, with one charge of ε=1 to alice."""
     conn = sqlite3.connect(path)
-    conn.executescript(
-        "DROP TABLE analysts; ALTER TABLE audit_log DROP COLUMN actor;"
-        " UPDATE schema_version SET version = 1;"
+    for statement in state_sqlite._statements(state_sqlite._SCHEMA):
+        conn.execute(statement)
+    for target in range(2, version + 1):
+        for statement in state_sqlite._statements(state_sqlite._MIGRATIONS[target]):
+            conn.execute(statement)
+    conn.execute(f"PRAGMA application_id={state_sqlite.APPLICATION_ID}")
+    conn.execute(
+        "INSERT INTO reservations (analyst, client_address, sql, started_at, reserved_at,"
+        " epsilon_nano, remaining_nano, owner, status) VALUES ('alice', 'a', 'SELECT 1',"
+        " '2026-01-01T00:00:00.000000+00:00', '2026-01-01T00:00:00.000000+00:00',"
+        " 1000000000, 2000000000, 'gone', 'finished')"
     )
+    conn.commit()
     conn.close()
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_older_files_are_upgraded(tmp_path: Path, version: int) -> None:
+    path = tmp_path / "old.db"
+    old_state_file(path, version)
     with StateStore.open(path) as store:
         assert store.spent("alice") == Epsilon(1)
         store.add_analyst("alice", "v", budget("3"), CHANGE)
         assert store.remaining("alice") == Epsilon(2)
         assert store.verify_audit().intact
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT laplace_rho_nano FROM reservations").fetchone() == (500000000,)
+    conn.close()

@@ -140,6 +140,9 @@ def test_budget_accepts_numbers_and_strings() -> None:
         "total": "10",
         "per_query_cap": "1",
         "default_per_query": "0.1",
+        "delta": "0.000001",
+        "mechanism": "laplace",
+        "period": "never",
     }
     again = AnalystBudget.model_validate_json(budget.model_dump_json())
     assert again == budget
@@ -160,7 +163,7 @@ def test_budget_without_cap() -> None:
         ({"total": 1, "default_per_query": 2}, "cannot exceed total"),
         ({"total": -1, "default_per_query": 1}, "cannot be negative"),
         ({"total": "lots", "default_per_query": 1}, "must be a number"),
-        ({"total": 1, "default_per_query": 1, "period": "monthly"}, "Extra inputs"),
+        ({"total": 1, "default_per_query": 1, "refill": "monthly"}, "Extra inputs"),
     ],
 )
 def test_budget_validation(fields: dict[str, object], message: str) -> None:

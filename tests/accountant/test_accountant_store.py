@@ -51,7 +51,7 @@ def test_new_file_is_durable_wal(store: StateStore, path: Path) -> None:
     conn = sqlite3.connect(path)
     try:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        assert conn.execute("SELECT version FROM schema_version").fetchone()[0] == 2
+        assert conn.execute("SELECT version FROM schema_version").fetchone()[0] == 3
     finally:
         conn.close()
     internal = store._conn

@@ -81,8 +81,9 @@ def test_psql_lists_tables_columns_and_schemas(server: RunningServer) -> None:
         ("visit_id", "bigint"),
         ("patient_id", "bigint"),
         ("visit_date", "date"),
-        ("department", "text"),
+        ("department", "character varying"),
         ("cost", "double precision"),
+        ("length_of_stay", "integer"),
     ]:
         assert any(
             line.split("|")[0].strip() == column and line.split("|")[1].strip() == type_name
@@ -114,7 +115,8 @@ def test_sqlalchemy_inspector(server: RunningServer) -> None:
         assert sorted(inspector.get_table_names()) == TABLES
         columns = {c["name"]: str(c["type"]) for c in inspector.get_columns("visits")}
         assert columns["visit_id"] == "BIGINT" and columns["cost"] == "DOUBLE PRECISION"
-        assert columns["visit_date"] == "DATE" and columns["department"] == "TEXT"
+        assert columns["visit_date"] == "DATE" and columns["department"] == "VARCHAR"
+        assert columns["length_of_stay"] == "INTEGER"
     finally:
         engine.dispose()
 
@@ -137,7 +139,13 @@ def test_pandas_read_sql(server: RunningServer) -> None:
     finally:
         engine.dispose()
     assert "patient_id" in list(columns["column_name"])
-    assert set(columns["data_type"]) <= {"bigint", "text", "double precision", "date"}
+    assert list(columns["data_type"]) == [
+        "bigint",
+        "integer",
+        "character varying",
+        "character varying",
+        "double precision",
+    ]
 
 
 def test_pgjdbc_database_metadata(server: RunningServer, tmp_path: Path) -> None:
@@ -259,3 +267,39 @@ def test_no_statistics_leak(server: RunningServer) -> None:
         with pytest.raises(psycopg.errors.FeatureNotSupported) as refused:
             conn.execute("SELECT * FROM pg_catalog.pg_largeobject")
         assert "pg_catalog.pg_largeobject" in str(refused.value)
+
+
+PSQL_ANSWERED = ["\\d", "\\dt", "\\dn", "\\l", "\\du", "\\df", "\\d+ visits", "\\dt+", "\\dv"]
+PSQL_REFUSED = ["\\dF", "\\drds"]  # text search configurations, per-role settings
+
+
+@pytest.mark.parametrize("command", PSQL_ANSWERED)
+def test_psql_meta_commands_answer(server: RunningServer, command: str) -> None:
+    result = server.psql("alice", command)
+    assert result.returncode == 0, (command, result.stderr)
+    assert HIDDEN not in result.stdout
+
+
+@pytest.mark.parametrize("command", PSQL_REFUSED)
+def test_psql_meta_commands_refused_clearly(server: RunningServer, command: str) -> None:
+    result = server.psql("alice", "\\set VERBOSITY verbose", command)
+    assert result.returncode != 0
+    assert "ERROR:  0A000: dpproxy does not provide the catalog relation" in result.stderr, (
+        result.stderr
+    )
+    assert "XX000" not in result.stderr and "internal error" not in result.stderr
+
+
+def test_show_all_and_read_only_parameters(server: RunningServer) -> None:
+    with psycopg.connect(server.dsn("alice"), autocommit=True) as conn:
+        conn.execute("SET dpproxy.epsilon = 0.25")
+        cur = conn.execute("SHOW ALL")
+        assert cur.description is not None
+        assert [c.name for c in cur.description] == ["name", "setting", "description"]
+        settings = {name: setting for name, setting, _ in cur.fetchall()}
+        assert settings["dpproxy.epsilon"] == "0.25"
+        assert settings["transaction_read_only"] == "on"
+        assert settings["server_version_num"] == "150000"
+        assert conn.execute("SHOW max_identifier_length").fetchone() == ("63",)
+        with pytest.raises(psycopg.errors.CantChangeRuntimeParam):
+            conn.execute("SET server_version_num = 1")

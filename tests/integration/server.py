@@ -35,6 +35,8 @@ def write_config(directory: Path, *, backend: str) -> Path:
         analysts=analysts,
     )
     text = text.replace('engine = "duckdb"', backend, 1) if backend else text
+    # These tests count charges of repeated queries: no answer cache (tests/proxy covers it).
+    text = text.replace("[backend]\n", "[backend]\nanswer_cache_seconds = 0\n", 1)
     path = directory / "dpproxy.toml"
     path.write_text(text)
     return path

@@ -19,7 +19,7 @@ from proxy.session import AnalystSession
 class RefusingPipeline:
     """Session statements never reach the pipeline; anything else is refused here."""
 
-    async def answer(self, *args: object) -> None:
+    async def answer(self, *args: object, **kwargs: object) -> None:
         raise QueryError("42P01", "no such table")
 
 

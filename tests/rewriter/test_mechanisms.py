@@ -139,4 +139,4 @@ def test_gaussian_privacy_map(sensitivity: int, rho: float, groups: int) -> None
 def test_gaussian_sigma_54_at_sensitivity_1() -> None:
     mech = DiscreteGaussian.for_rho(1, 0.0185**2 / 2)
     assert mech.scale == pytest.approx(1 / 0.0185)
-    assert mech.release(10, OpenDPNoise()) != 10 or True  # draws without error
+    assert isinstance(mech.release(10, OpenDPNoise()), int)

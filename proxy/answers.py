@@ -1,0 +1,125 @@
+"""The answer cache: the same query asked again by the same analyst over unchanged data
+gets the same noisy answer, at no cost.
+
+Re-releasing a noisy answer already released is post-processing: it reveals nothing new,
+so it costs nothing. Drawing *new* noise is never free: the cache holds the released
+(noisy) relation itself, never the exact values, and only ever returns what was released.
+
+Key: the analyst, the plan's SQL (the normalized bounded query, so differently written
+queries with the same plan share an answer) and the privacy parameters (mechanism, scales,
+sensitivities, ε or ρ). An entry is reused only while the data version is the same: the
+DuckDB file's size and modification time (with its WAL), and for PostgreSQL nothing can be
+seen, so entries expire after ``ttl_seconds``; and while the admin's cache epoch
+(``dpproxy cache clear``) is unchanged. Entries live in this process only: after a restart
+a repeated query is charged again (never answered for free with new noise).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from accountant import Cost
+from rewriter import Plan, Release
+
+DataVersion = Callable[[], Hashable]
+
+
+def duckdb_file_version(path: Path) -> DataVersion:
+    """The data version of a DuckDB file: (size, mtime) of the file and of its WAL."""
+
+    def version() -> Hashable:
+        found: list[tuple[int, int] | None] = []
+        for candidate in (path, path.with_name(path.name + ".wal")):
+            try:
+                stat = candidate.stat()
+            except FileNotFoundError:
+                found.append(None)
+                continue
+            found.append((stat.st_size, stat.st_mtime_ns))
+        return tuple(found)
+
+    return version
+
+
+def no_version() -> Hashable:
+    """For engines whose changes dpproxy cannot see (PostgreSQL): only the TTL applies."""
+    return None
+
+
+@dataclass(frozen=True)
+class CacheKey:
+    analyst: str
+    sql: str
+    dialect: str
+    privacy: tuple[Hashable, ...]
+
+    @classmethod
+    def of(cls, analyst: str, query_plan: Plan) -> CacheKey:
+        privacy = (
+            query_plan.epsilon,
+            query_plan.rho,
+            *((type(m.mechanism).__name__, m.mechanism) for m in query_plan.measurements),
+        )
+        return cls(analyst, query_plan.sql, query_plan.dialect, privacy)
+
+
+@dataclass(frozen=True)
+class CachedAnswer:
+    release: Release
+    cost: Cost  # what the first answer was charged
+    released_at: datetime
+    version: Hashable
+    stored_at: float  # monotonic seconds
+
+
+class AnswerCache:
+    """A bounded, in-memory map from CacheKey to the noisy release first answered."""
+
+    def __init__(
+        self,
+        data_version: DataVersion,
+        *,
+        ttl_seconds: float,
+        size: int = 4096,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._data_version = data_version
+        self._ttl = ttl_seconds
+        self._size = size
+        self._clock = clock
+        self._entries: OrderedDict[CacheKey, CachedAnswer] = OrderedDict()
+
+    @property
+    def enabled(self) -> bool:
+        return self._ttl > 0 and self._size > 0
+
+    def version(self, epoch: int) -> Hashable:
+        """The version answers are valid for now: the data's and the admin's epoch."""
+        return (self._data_version(), epoch)
+
+    def get(self, key: CacheKey, version: Hashable) -> CachedAnswer | None:
+        if not self.enabled:
+            return None
+        found = self._entries.get(key)
+        if found is None:
+            return None
+        if found.version != version or self._clock() - found.stored_at > self._ttl:
+            del self._entries[key]
+            return None
+        self._entries.move_to_end(key)
+        return found
+
+    def put(
+        self, key: CacheKey, release: Release, cost: Cost, released_at: datetime, version: Hashable
+    ) -> None:
+        if not self.enabled:
+            return
+        self._entries[key] = CachedAnswer(release, cost, released_at, version, self._clock())
+        self._entries.move_to_end(key)
+        while len(self._entries) > self._size:
+            self._entries.popitem(last=False)

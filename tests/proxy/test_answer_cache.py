@@ -1,0 +1,137 @@
+"""The answer cache: a repeated query returns the same noisy answer at no cost, audited as
+'cached'; new data, another analyst, other privacy parameters or `dpproxy cache clear`
+mean a new charge and new noise."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from accountant import AdminChange, AnalystBudget, Decision, Epsilon, StateStore
+from proxy.answers import AnswerCache, duckdb_file_version
+from proxy.backends.duckdb import DuckDBBackend
+from proxy.ledger import AsyncLedger
+from proxy.pipeline import Asker, Pipeline
+from proxy.postprocess import PostProcessor
+from proxy.seam import QueryError
+from proxy.session import AnalystSession
+from rewriter import OpenDPNoise
+from tests.rewriter.tables import CREATE, SAMPLE_ROWS, SETUP, catalog
+
+SQL = "SELECT COUNT(*) AS n, SUM(stay) AS s FROM visits"
+
+
+class Clock:
+    now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def database(tmp_path: Path) -> Path:
+    path = tmp_path / "data.duckdb"
+    with duckdb.connect(str(path)) as conn:
+        conn.execute(CREATE.format(schema="main"))
+        for statement in SETUP:
+            conn.execute(statement.format(schema="main"))
+        conn.executemany("INSERT INTO main.visits VALUES (?, ?, ?, ?, ?)", SAMPLE_ROWS)
+    return path
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def pipeline(database: Path, tmp_path: Path, clock: Clock) -> Iterator[Pipeline]:
+    ledger = AsyncLedger(tmp_path / "state.db")
+    cache = AnswerCache(duckdb_file_version(database), ttl_seconds=60, clock=clock)
+    backend = DuckDBBackend(database, timeout_seconds=10)
+    yield Pipeline(catalog("main"), backend, ledger, OpenDPNoise(), PostProcessor(), answers=cache)
+    ledger.close()
+
+
+def session(pipeline: Pipeline, analyst: str = "alice") -> AnalystSession:
+    budget = AnalystBudget(total=Epsilon(10), default_per_query=Epsilon("0.1"))
+    return AnalystSession(pipeline, Asker(analyst, budget, "127.0.0.1"), "test")
+
+
+def ask(s: AnalystSession, *statements: str) -> list:
+    async def go() -> list:
+        return [await s.execute(sql) for sql in statements]
+
+    return asyncio.run(go())
+
+
+def test_repeat_is_free_and_identical(pipeline: Pipeline, clock: Clock) -> None:
+    s = session(pipeline)
+    first, again, renamed = ask(s, SQL, SQL, "select count(*) as total, sum(stay) from visits")
+    assert again.rows == first.rows and renamed.rows == first.rows
+    assert "this answer was cached" in again.notices[0].message
+    assert "ε=9.9 left" in again.notices[0].message
+    records = asyncio.run(pipeline.ledger.records("alice", ()))
+    assert [r.decision for r in records] == [Decision.ACCEPTED, Decision.CACHED, Decision.CACHED]
+    assert [r.epsilon for r in records] == [Epsilon("0.1"), Epsilon(0), Epsilon(0)]
+    assert "the same noisy answer as released at" in (records[1].reason or "")
+    clock.now = 61  # the TTL passed: charged again
+    ask(s, SQL)
+    records = asyncio.run(pipeline.ledger.records("alice", ()))
+    assert records[-1].decision is Decision.ACCEPTED
+
+
+def test_other_analyst_or_parameters_pay(pipeline: Pipeline) -> None:
+    ask(session(pipeline), SQL)
+    ask(session(pipeline, "bob"), SQL)
+    ask(
+        session(pipeline), "SET dpproxy.epsilon = 0.2", SQL, "SET dpproxy.mechanism = gaussian", SQL
+    )
+    for analyst, decisions in (("alice", 3), ("bob", 1)):
+        records = asyncio.run(pipeline.ledger.records(analyst, ()))
+        assert [r.decision for r in records] == [Decision.ACCEPTED] * decisions
+
+
+def test_changed_data_or_admin_clear_pay(
+    pipeline: Pipeline, database: Path, tmp_path: Path
+) -> None:
+    s = session(pipeline)
+    ask(s, SQL)
+    stat = database.stat()
+    os.utime(database, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    ask(s, SQL, SQL)  # the file changed: charged once, then cached again
+    with StateStore.open(tmp_path / "state.db") as store:
+        store.clear_answer_cache(AdminChange("root", "dpproxy cache clear"))
+    ask(s, SQL)
+    decisions = [r.decision for r in asyncio.run(pipeline.ledger.records("alice", ()))]
+    assert decisions == [Decision.ACCEPTED, Decision.ACCEPTED, Decision.CACHED, Decision.ACCEPTED]
+
+
+def test_cache_off(database: Path, tmp_path: Path) -> None:
+    ledger = AsyncLedger(tmp_path / "state.db")
+    cache = AnswerCache(duckdb_file_version(database), ttl_seconds=0)
+    backend = DuckDBBackend(database, timeout_seconds=10)
+    pipeline = Pipeline(
+        catalog("main"), backend, ledger, OpenDPNoise(), PostProcessor(), answers=cache
+    )
+    ask(session(pipeline), SQL, SQL)
+    decisions = [r.decision for r in asyncio.run(ledger.records("alice", ()))]
+    ledger.close()
+    assert decisions == [Decision.ACCEPTED, Decision.ACCEPTED]
+
+
+def test_removed_analyst_gets_no_cached_answer(pipeline: Pipeline, tmp_path: Path) -> None:
+    s = session(pipeline)
+    budget = AnalystBudget(total=Epsilon(10), default_per_query=Epsilon("0.1"))
+    with StateStore.open(tmp_path / "state.db") as store:
+        store.add_analyst("alice", "v", budget, AdminChange("root", "add"))
+    ask(s, SQL)
+    with StateStore.open(tmp_path / "state.db") as store:
+        store.remove_analyst("alice", AdminChange("root", "remove"))
+    with pytest.raises(QueryError, match="removed"):
+        ask(s, SQL)
