@@ -8,10 +8,16 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import psycopg
+
 from proxy.demo import ANALYST_TEMPLATE, CONFIG_TEMPLATE
+from proxy.demo_data import DemoSize, generate, load_postgres, write_duckdb
 from proxy.protocol.scram import make_verifier
 
 PSQL = shutil.which("psql") or "/usr/bin/psql"
@@ -99,3 +105,35 @@ def start(config: Path) -> RunningServer:
         line = process.stdout.readline()
     port = int(line.strip().rsplit(":", 1)[1])
     return RunningServer(process, port, config)
+
+
+def demo_database(directory: Path, patients: int) -> Path:
+    """A demo DuckDB file of ``patients`` patients in ``directory``."""
+    path = directory / "demo.duckdb"
+    write_duckdb(generate(DemoSize(patients=patients)), path)
+    return path
+
+
+@contextmanager
+def demo_server(
+    engine: str, database: Path, directory: Path, *, pg_dsn: str | None, patients: int
+) -> Iterator[RunningServer]:
+    """`dpproxy serve` over the demo data on DuckDB (``database``) or PostgreSQL (loaded
+    into a schema of its own, dropped afterwards); fails if the server logged a traceback."""
+    (directory / "demo.duckdb").symlink_to(database)
+    backend, schema = "", f"dpproxy_it_{uuid.uuid4().hex[:10]}"
+    if engine == "postgres":
+        if pg_dsn is None:
+            raise ValueError("the postgres engine needs a DSN")
+        load_postgres(generate(DemoSize(patients=patients)), pg_dsn, schema=schema)
+        backend = f'engine = "postgres"\ndsn = "{pg_dsn}"\nschema = "{schema}"\n#'
+    running = start(write_config(directory, backend=backend))
+    try:
+        yield running
+    finally:
+        log = running.stop()
+        if pg_dsn is not None and engine == "postgres":
+            with psycopg.connect(pg_dsn, autocommit=True) as conn:
+                conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    if "Traceback" in log:
+        raise AssertionError(f"dpproxy logged an error:\n{log}")

@@ -11,13 +11,11 @@ import duckdb
 import psycopg
 import pytest
 
-from proxy.demo_data import DemoSize, generate, load_postgres, write_duckdb
-from tests.integration.server import RunningServer, dpproxy, start, write_config
+from tests.integration.server import RunningServer, demo_database, demo_server, dpproxy
 
 pytestmark = pytest.mark.integration
 
 PATIENTS = 2_000
-SCHEMA = "dpproxy_e2e"
 
 
 def bounded_visit_count(database: Path) -> int:
@@ -32,7 +30,7 @@ def bounded_visit_count(database: Path) -> int:
 @pytest.fixture(scope="module")
 def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     directory = tmp_path_factory.mktemp("demo")
-    write_duckdb(generate(DemoSize(patients=PATIENTS)), directory / "demo.duckdb")
+    demo_database(directory, PATIENTS)
     return directory
 
 
@@ -40,20 +38,12 @@ def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def server(
     request: pytest.FixtureRequest, demo_dir: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[RunningServer]:
-    directory = tmp_path_factory.mktemp(request.param)
-    (directory / "demo.duckdb").symlink_to(demo_dir / "demo.duckdb")
-    backend = ""
-    if request.param == "postgres":
-        dsn = request.getfixturevalue("pg_dsn")
-        load_postgres(generate(DemoSize(patients=PATIENTS)), dsn, schema=SCHEMA)
-        backend = f'engine = "postgres"\ndsn = "{dsn}"\nschema = "{SCHEMA}"\n#'
-    running = start(write_config(directory, backend=backend))
-    yield running
-    log = running.stop()
-    assert "Traceback" not in log, log
-    if request.param == "postgres":
-        with psycopg.connect(request.getfixturevalue("pg_dsn"), autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA {SCHEMA} CASCADE")
+    dsn = request.getfixturevalue("pg_dsn") if request.param == "postgres" else None
+    directory = tmp_path_factory.mktemp(f"{request.param}")
+    with demo_server(
+        request.param, demo_dir / "demo.duckdb", directory, pg_dsn=dsn, patients=PATIENTS
+    ) as running:
+        yield running
 
 
 def spent(server: RunningServer, analyst: str) -> str:

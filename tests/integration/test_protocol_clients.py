@@ -8,20 +8,23 @@ import json
 import os
 import shutil
 import subprocess
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
 import pytest
 
-from proxy.demo_data import DemoSize, generate, load_postgres, write_duckdb
-from tests.integration.server import PASSWORDS, RunningServer, dpproxy, start, write_config
+from tests.integration.server import (
+    PASSWORDS,
+    RunningServer,
+    demo_database,
+    demo_server,
+    dpproxy,
+)
 
 pytestmark = pytest.mark.integration
 
 PATIENTS = 500
-SCHEMA = f"dpproxy_protocol_{uuid.uuid4().hex[:8]}"  # unique: test runs may overlap
 COUNT = "SELECT COUNT(*) FROM visits"
 BY_DEPARTMENT = "SELECT COUNT(*) FROM visits WHERE department = $1"
 DEPARTMENT = "Cardiology"
@@ -31,7 +34,7 @@ NODE_PG_DIR = Path(os.environ.get("DPPROXY_NODE_PG_DIR", Path.home() / ".cache/d
 @pytest.fixture(scope="module")
 def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     directory = tmp_path_factory.mktemp("protocol-demo")
-    write_duckdb(generate(DemoSize(patients=PATIENTS)), directory / "demo.duckdb")
+    demo_database(directory, PATIENTS)
     return directory
 
 
@@ -39,20 +42,12 @@ def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def server(
     request: pytest.FixtureRequest, demo_dir: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[RunningServer]:
+    dsn = request.getfixturevalue("pg_dsn") if request.param == "postgres" else None
     directory = tmp_path_factory.mktemp(f"protocol-{request.param}")
-    (directory / "demo.duckdb").symlink_to(demo_dir / "demo.duckdb")
-    backend = ""
-    if request.param == "postgres":
-        dsn = request.getfixturevalue("pg_dsn")
-        load_postgres(generate(DemoSize(patients=PATIENTS)), dsn, schema=SCHEMA)
-        backend = f'engine = "postgres"\ndsn = "{dsn}"\nschema = "{SCHEMA}"\n#'
-    running = start(write_config(directory, backend=backend))
-    yield running
-    log = running.stop()
-    assert "Traceback" not in log, log
-    if request.param == "postgres":
-        with psycopg.connect(request.getfixturevalue("pg_dsn"), autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
+    with demo_server(
+        request.param, demo_dir / "demo.duckdb", directory, pg_dsn=dsn, patients=PATIENTS
+    ) as running:
+        yield running
 
 
 def audited_sql(server: RunningServer, limit: int = 5) -> list[str]:
