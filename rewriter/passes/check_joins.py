@@ -162,8 +162,10 @@ def _foreign_key(condition: exp.Expr, by_alias: dict[str, Source]) -> tuple[str,
         target = by_alias[parent.table].table
         if (
             path
+            # The very table the path declares: never a subquery or CTE named like it.
+            and target.derived is None
+            and (target.schema, target.name) == (path[0].table.schema, path[0].table.name)
             and path[0].column == child.name
-            and path[0].table.name == target.name
             and path[0].referenced == parent.name
             and child.table != parent.table
         ):

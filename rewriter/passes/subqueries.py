@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from sqlglot import exp
 
 from rewriter.catalog import Catalog, ColumnInfo, ColumnType, TableInfo
@@ -23,6 +25,7 @@ from rewriter.policy import ColumnPolicy, TablePolicy
 from rewriter.scope import Scope, Source
 
 INNER_ALIAS = "s0"
+T = TypeVar("T")
 _FORBIDDEN = (
     "joins",
     "distinct",
@@ -100,6 +103,13 @@ def _expand(tree: exp.Select, node: exp.Subquery, catalog: Catalog) -> tuple[exp
         raise Rejected("a subquery must read FROM one table")
     db = table_node.args.get("db")
     table = catalog.table(table_node.name, db.name if isinstance(db, exp.Identifier) else None)
+    if table.derived is not None and (
+        inner.args.get("group") or any(i.find(exp.AggFunc) for i in inner.expressions)
+    ):
+        raise Rejected(
+            "a grouped subquery must read a table directly, not another subquery",
+            hint="nested per-person subqueries are not supported",
+        )
     reference = table_node.alias or table_node.name
     scope = Scope((Source(table, reference, INNER_ALIAS),))
     if inner.args.get("group") or any(i.find(exp.AggFunc) for i in inner.expressions):
@@ -121,9 +131,9 @@ def _inline(
         if isinstance(item, exp.Star):
             star = True
         elif isinstance(item, exp.Alias):
-            outputs[item.alias.lower()] = item.this
+            _add_output(outputs, item.alias, item.this)
         elif isinstance(item, exp.Column):
-            outputs[item.name.lower()] = item
+            _add_output(outputs, item.name, item)
         else:
             raise Rejected("each item of a row-level subquery needs a name: add AS <name>")
 
@@ -164,6 +174,15 @@ def _inline(
     if condition is not None:
         tree = _add_condition(tree, base.alias_or_name, requalify(condition.this))
     return tree
+
+
+def _add_output(outputs: dict[str, T], name: str, value: T) -> None:
+    """Each output name once: a repeated name would make a reference ambiguous."""
+    if name.lower() in outputs:
+        raise Rejected(
+            f'the subquery names two columns "{name}"; give each its own name', sqlstate="42702"
+        )
+    outputs[name.lower()] = value
 
 
 def _add_condition(tree: exp.Select, alias: str, condition: exp.Expr) -> exp.Select:
@@ -216,14 +235,14 @@ def _per_unit(
             select = select.select(
                 exp.alias_(unit_ref.copy(), unit_name, quoted=True, copy=False), copy=False
             )
-            columns[unit_name.lower()] = ColumnInfo(unit_name, unit.type, ColumnPolicy())
+            _add_output(columns, unit_name, ColumnInfo(unit_name, unit.type, ColumnPolicy()))
             continue
         name = name or output_name(body)
         value, bounds = _per_unit_value(body, scope, rows)
         select = select.select(exp.alias_(value, name, quoted=True, copy=False), copy=False)
         kind = ColumnType.INTEGER if bounds.integer else ColumnType.FLOAT
         policy = ColumnPolicy(lower=bounds.lower, upper=bounds.upper)
-        columns[name.lower()] = ColumnInfo(name, kind, policy)
+        _add_output(columns, name, ColumnInfo(name, kind, policy))
         policies[name] = policy
     if unit_name is None:
         raise Rejected(

@@ -186,6 +186,31 @@ def test_unit_path_policies_are_checked(unit: str, words: str) -> None:
     assert words in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    "sql",
+    [
+        # A per-person subquery named like the foreign-key parent must not pass as it.
+        "SELECT COUNT(*), SUM(dose) FROM prescriptions rx JOIN (SELECT patient_id, "
+        "COUNT(*) AS visit_id FROM visits GROUP BY patient_id) visits "
+        "ON rx.visit_id = visits.visit_id",
+        "WITH visits AS (SELECT patient_id, COUNT(*) AS visit_id FROM visits "
+        "GROUP BY patient_id) SELECT COUNT(*) FROM prescriptions rx JOIN visits "
+        "ON rx.visit_id = visits.visit_id",
+        # A repeated output name must not stand in for the privacy unit.
+        "SELECT COUNT(*) FROM (SELECT COUNT(*) AS patient_id, patient_id FROM visits "
+        "GROUP BY patient_id) s JOIN visits v ON v.patient_id = s.patient_id",
+        # A per-person subquery over another subquery must not read the alias as a table.
+        "SELECT SUM(t) FROM (SELECT visit_id, SUM(dose) AS t FROM (SELECT patient_id AS "
+        "visit_id, COUNT(*) AS dose FROM visits GROUP BY patient_id) prescriptions "
+        "GROUP BY visit_id) s",
+    ],
+)
+def test_person_identity_cannot_be_spoofed(sql: str) -> None:
+    """Each of these moved one person's totals far past the sensitivity (review findings)."""
+    with pytest.raises(Rejected):
+        plan(sql, CATALOG, PlanRequest(1.0))
+
+
 def test_overlong_query_is_rejected() -> None:
     assert (
         rejected("SELECT COUNT(*) FROM visits WHERE " + "cost > 1 AND " * 10_000 + "TRUE").sqlstate
