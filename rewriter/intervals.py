@@ -70,7 +70,10 @@ def _interval(node: exp.Expr, bounds: ColumnBounds) -> Interval:
         left, right = _interval(node.this, bounds), _interval(node.expression, bounds)
         return _binary(node, left, right)
     if isinstance(node, exp.Div):
-        left, right = _interval(node.this, bounds), _interval(node.expression, bounds)
+        divisor = node.expression
+        if isinstance(divisor, exp.Nullif):  # x / NULLIF(y, 0), as the rewriter writes it
+            divisor = divisor.this
+        left, right = _interval(node.this, bounds), _interval(divisor, bounds)
         if right.lower <= 0 <= right.upper:
             raise Rejected(
                 "division inside an aggregate needs a divisor that cannot be 0",
@@ -94,13 +97,12 @@ def _interval(node: exp.Expr, bounds: ColumnBounds) -> Interval:
             result = result.hull(_interval(other, bounds))
         return result
     if isinstance(node, (exp.Greatest, exp.Least)):
-        parts = [_interval(node.this, bounds)] + [_interval(e, bounds) for e in node.expressions]
-        pick = max if isinstance(node, exp.Greatest) else min
-        return Interval(
-            pick(p.lower for p in parts),
-            pick(p.upper for p in parts),
-            all(p.integer for p in parts),
-        )
+        # Both engines skip NULL arguments, so the result may be any one argument's value:
+        # the hull of all of them (not the pointwise max/min) is what is sound.
+        result = _interval(node.this, bounds)
+        for other in node.expressions:
+            result = result.hull(_interval(other, bounds))
+        return result
     if isinstance(node, (exp.Floor, exp.Ceil, exp.Round)):
         inner = _interval(node.this, bounds)
         digits = node.args.get("decimals")

@@ -31,4 +31,7 @@ def parse_statement(sql: str) -> exp.Expr:
             f"expected one statement, got {len(statements)}",
             hint="send one statement per query",
         )
-    return statements[0]
+    statement = statements[0]
+    for node in statement.walk():
+        node.comments = None  # the analyst's comments never reach the database
+    return statement

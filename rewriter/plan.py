@@ -96,16 +96,21 @@ class Plan:
 
     def release(self, exact_rows: Sequence[Sequence[object]], noise: NoiseSource) -> Release:
         width = len(self.keys) + len(self.measurements)
-        exact: dict[tuple[object, ...], Sequence[object]] = {}
+        exact: dict[tuple[object, ...], list[int]] = {}
         for row in exact_rows:
             if len(row) != width:
                 raise ReleaseError(f"expected {width} values per row, got {len(row)}")
             cell = tuple(_canonical(v) for v in row[: len(self.keys)])
-            if cell in exact:
-                raise ReleaseError("the backend returned a group twice")
-            exact[cell] = row[len(self.keys) :]
+            totals = [_as_int(v) for v in row[len(self.keys) :]]
+            earlier = exact.get(cell)
+            if earlier is not None:
+                # Keys that differ in the database but not in the domain (-0.0 and 0.0):
+                # one released group. Adding the totals keeps each unit's contribution
+                # within its bound (a unit's groups are counted by max_groups_per_unit).
+                totals = [a + b for a, b in zip(earlier, totals, strict=True)]
+            exact[cell] = totals
         released = []
-        zeros = (0,) * len(self.measurements)
+        zeros = [0] * len(self.measurements)
         for cell in domain_cells(self.keys):
             totals = exact.pop(tuple(_canonical(v) for v in cell), zeros)
             noisy = {

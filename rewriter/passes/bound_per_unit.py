@@ -186,22 +186,39 @@ def clean(expression: exp.Expr, scope: Scope) -> exp.Expr:
 
 
 def on_grid(value: exp.Expr, m: MeasurementSpec) -> exp.Expr:
-    """A cleaned value as an integer number of grid steps (NULL stays NULL).
+    """A cleaned value as an integer number of grid steps, clamped to the grid's range
+    (NULL stays NULL).
 
-    ``value`` is built from cleaned columns, so it is finite and lies within the interval
-    its bounds were derived for (up to floating-point rounding): its steps fit a BIGINT.
-    No per-row clamp is needed here for privacy: each unit's partial sum of steps is
-    clamped to the unit's limits in the outer query, whatever rounding did.
+    ``value`` is built from cleaned columns and lies within its derived interval; the clamp
+    before the cast is defence in depth, so that no value can overflow the cast (an error
+    that would depend on the data). Each unit's partial sum is clamped again in the outer
+    query, whatever rounding did.
     """
     if m.grid is None or m.bounds is None:
         raise ValueError("no grid")
     grid = m.grid
     if grid.step == 1.0 and m.bounds.integer:
-        return exp.cast(value.copy(), exp.DataType.Type.BIGINT)
-    scaled = exp.Mul(
-        this=exp.cast(value.copy(), exp.DataType.Type.DOUBLE), expression=_number(1.0 / grid.step)
+        steps: exp.Expr = value.copy()
+    else:
+        steps = exp.Round(
+            this=exp.Mul(
+                this=exp.cast(value.copy(), exp.DataType.Type.DOUBLE),
+                expression=_number(1.0 / grid.step),
+            )
+        )
+    return exp.cast(_clamp_keeping_null(steps, grid.lower, grid.upper), exp.DataType.Type.BIGINT)
+
+
+def _clamp_keeping_null(value: exp.Expr, lower: int, upper: int) -> exp.Expr:
+    """CASE keeps NULL as NULL (GREATEST and LEAST would turn it into a bound)."""
+    low, high = _integer(lower), _integer(upper)
+    return exp.Case(
+        ifs=[
+            exp.If(this=exp.LT(this=value.copy(), expression=low.copy()), true=low),
+            exp.If(this=exp.GT(this=value.copy(), expression=high.copy()), true=high),
+        ],
+        default=value,
     )
-    return exp.cast(exp.Round(this=scaled), exp.DataType.Type.BIGINT)
 
 
 def _when(condition: exp.Expr, value: exp.Expr, otherwise: exp.Expr | None = None) -> exp.Expr:

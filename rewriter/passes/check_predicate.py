@@ -12,6 +12,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from rewriter.errors import Rejected
+from rewriter.passes.check_types import check_types
 from rewriter.scope import Scope
 
 _STRUCTURE = (
@@ -105,12 +106,19 @@ def check_predicate(predicate: exp.Expr, scope: Scope, where: str = "WHERE") -> 
         return node
 
     # Columns first, then portability rewrites (which copy resolved sub-expressions).
-    return predicate.copy().transform(resolve).transform(_portable)
+    resolved = predicate.copy().transform(resolve)
+    check_types(resolved, scope, where)
+    return resolved.transform(_portable)
 
 
 def _portable(node: exp.Expr) -> exp.Expr:
     if isinstance(node, exp.WidthBucket):
         return width_bucket_case(node)
+    if isinstance(node, (exp.Div, exp.Mod)):
+        # Dividing by zero fails on some engines: NULL instead, on every engine, so that
+        # whether some row has a zero divisor cannot show as an error.
+        divisor = exp.func("NULLIF", node.expression.transform(_portable), exp.Literal.number(0))
+        return node.__class__(this=node.this.transform(_portable), expression=divisor)
     return node
 
 

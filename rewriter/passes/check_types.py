@@ -1,0 +1,193 @@
+"""Row-level expressions must not fail on particular values.
+
+An error that happens only for some rows tells the analyst that such a row exists: it is a
+channel around the noise. So a resolved row-level expression may not cast a value to a
+type it might not fit (text to a number, a real to an integer, a narrowing integer), nor
+compare or combine values of unrelated types (DuckDB would cast a text column to a number
+to compare it with ``5``, and fail on the first non-numeric value). Literals may be cast
+freely: whether they fit does not depend on the data.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from rewriter.catalog import ColumnType
+from rewriter.errors import Rejected
+from rewriter.scope import Scope
+
+NUMBER, TEXT, DATE, TIME, BOOLEAN, NULL, LITERAL_TEXT, OTHER = (
+    "number",
+    "text",
+    "date",
+    "timestamp",
+    "boolean",
+    "null",
+    "text literal",
+    "other",
+)
+_COLUMN_KINDS = {
+    ColumnType.INTEGER: NUMBER,
+    ColumnType.FLOAT: NUMBER,
+    ColumnType.DECIMAL: NUMBER,
+    ColumnType.TEXT: TEXT,
+    ColumnType.DATE: DATE,
+    ColumnType.TIMESTAMP: TIME,
+    ColumnType.BOOLEAN: BOOLEAN,
+    ColumnType.OTHER: OTHER,
+}
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ, exp.NullSafeNEQ)
+_ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)
+_TEXT_FUNCTIONS = (exp.Lower, exp.Upper, exp.Trim, exp.Substring, exp.DPipe)
+_NUMBER_FUNCTIONS = (
+    exp.Length,
+    exp.Abs,
+    exp.Round,
+    exp.Floor,
+    exp.Ceil,
+    exp.Sign,
+    exp.Extract,
+    exp.WidthBucket,
+)
+_SAFE_CAST_TARGETS = {
+    # target type -> the kinds of values that always fit it
+    exp.DataType.Type.TEXT: {NUMBER, TEXT, DATE, TIME, BOOLEAN, NULL, LITERAL_TEXT},
+    exp.DataType.Type.VARCHAR: {NUMBER, TEXT, DATE, TIME, BOOLEAN, NULL, LITERAL_TEXT},
+    exp.DataType.Type.DOUBLE: {NUMBER, NULL},
+    exp.DataType.Type.FLOAT: {NUMBER, NULL},
+    exp.DataType.Type.DATE: {DATE, TIME, NULL},
+    exp.DataType.Type.TIMESTAMP: {DATE, TIME, NULL},
+    exp.DataType.Type.BOOLEAN: {BOOLEAN, NULL},
+}
+
+
+def check_types(node: exp.Expr, scope: Scope, where: str) -> None:
+    """Raise Rejected if ``node`` (resolved) could fail on some values."""
+    _kind(node, scope, where)
+
+
+def _kind(node: exp.Expr, scope: Scope, where: str) -> str:
+    if isinstance(node, exp.Paren):
+        return _kind(node.this, scope, where)
+    if isinstance(node, exp.Column):
+        return _COLUMN_KINDS[scope.info(node).type]
+    if isinstance(node, exp.Literal):
+        return LITERAL_TEXT if node.is_string else NUMBER
+    if isinstance(node, exp.Null):
+        return NULL
+    if isinstance(node, exp.Boolean):
+        return BOOLEAN
+    if isinstance(node, exp.Cast):
+        return _cast(node, scope, where)
+    if isinstance(node, _COMPARISONS):
+        _comparable(node, [node.this, node.expression], scope, where)
+        return BOOLEAN
+    if isinstance(node, exp.Between):
+        _comparable(node, [node.this, node.args["low"], node.args["high"]], scope, where)
+        return BOOLEAN
+    if isinstance(node, exp.In):
+        _comparable(node, [node.this, *node.expressions], scope, where)
+        return BOOLEAN
+    if isinstance(node, exp.Neg):
+        return _numeric(node, [node.this], scope, where)
+    if isinstance(node, _ARITHMETIC):
+        kinds = [_kind(node.this, scope, where), _kind(node.expression, scope, where)]
+        if any(k in (DATE, TIME) for k in kinds) and isinstance(node, (exp.Add, exp.Sub)):
+            return DATE  # date arithmetic with intervals or days
+        return _numeric(node, [node.this, node.expression], scope, where, kinds)
+    for child in node.iter_expressions():
+        _kind(child, scope, where)
+    if isinstance(node, (exp.And, exp.Or, exp.Not, exp.Is, exp.Like, exp.ILike)):
+        return BOOLEAN
+    if isinstance(node, _TEXT_FUNCTIONS):
+        return TEXT
+    if isinstance(node, _NUMBER_FUNCTIONS):
+        return NUMBER
+    if isinstance(node, (exp.Coalesce, exp.Greatest, exp.Least, exp.Case, exp.If)):
+        return _common(node, scope, where)
+    if isinstance(node, (exp.DateTrunc, exp.TimestampTrunc)):
+        return TIME
+    return OTHER
+
+
+def _cast(node: exp.Cast, scope: Scope, where: str) -> str:
+    source = _kind(node.this, scope, where)
+    target = node.to.this
+    literal = isinstance(node.this, (exp.Literal, exp.Null, exp.Boolean))
+    safe = _SAFE_CAST_TARGETS.get(target, set())
+    if target == exp.DataType.Type.BIGINT and isinstance(node.this, exp.Column):
+        column = scope.info(node.this)
+        if column.type is ColumnType.INTEGER:
+            safe = {NUMBER}
+    if not literal and source not in safe:
+        raise Rejected(
+            f"{node.sql(dialect='postgres')} in {where} could fail on some values, and the "
+            "error would reveal them",
+            hint="compare or round instead of casting, or cast to text",
+        )
+    return _target_kind(target)
+
+
+def _target_kind(target: exp.DType) -> str:
+    if target in (exp.DataType.Type.TEXT, exp.DataType.Type.VARCHAR):
+        return TEXT
+    if target == exp.DataType.Type.DATE:
+        return DATE
+    if target == exp.DataType.Type.TIMESTAMP:
+        return TIME
+    if target == exp.DataType.Type.BOOLEAN:
+        return BOOLEAN
+    return NUMBER
+
+
+def _numeric(
+    node: exp.Expr,
+    operands: list[exp.Expr],
+    scope: Scope,
+    where: str,
+    kinds: list[str] | None = None,
+) -> str:
+    found = kinds or [_kind(o, scope, where) for o in operands]
+    if any(k not in (NUMBER, NULL) for k in found):
+        raise Rejected(
+            f"{node.sql(dialect='postgres')} in {where} does arithmetic on a value that is "
+            "not a number",
+            hint="arithmetic needs numeric columns and literals",
+        )
+    return NUMBER
+
+
+def _comparable(node: exp.Expr, operands: list[exp.Expr], scope: Scope, where: str) -> None:
+    kinds = {_kind(o, scope, where) for o in operands} - {NULL}
+    if len(kinds) <= 1:
+        return
+    if LITERAL_TEXT in kinds and len(kinds - {LITERAL_TEXT}) == 1:
+        return  # a quoted literal is read as the other side's type (or fails regardless of data)
+    if kinds == {DATE, TIME}:
+        return
+    raise Rejected(
+        f"{node.sql(dialect='postgres')} in {where} compares values of different types "
+        f"({', '.join(sorted(kinds))}); the database would convert them row by row and could "
+        "fail on some values",
+        hint="compare a text column with a quoted text value, e.g. department = 'Cardiology'",
+    )
+
+
+def _common(node: exp.Expr, scope: Scope, where: str) -> str:
+    values: list[exp.Expr]
+    if isinstance(node, exp.Case):
+        values = [b.args["true"] for b in node.args.get("ifs", [])]
+        if node.args.get("default") is not None:
+            values.append(node.args["default"])
+    elif isinstance(node, exp.If):
+        values = [node.args["true"], *([node.args["false"]] if node.args.get("false") else [])]
+    else:
+        values = [node.this, *node.expressions]
+    kinds = {_kind(v, scope, where) for v in values} - {NULL}
+    if len(kinds - {LITERAL_TEXT}) > 1 or (LITERAL_TEXT in kinds and kinds - {LITERAL_TEXT, TEXT}):
+        raise Rejected(
+            f"{node.sql(dialect='postgres')} in {where} mixes values of different types",
+            hint="give every branch the same type",
+        )
+    kind = next(iter(kinds), NULL)
+    return TEXT if kind == LITERAL_TEXT else kind
