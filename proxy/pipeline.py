@@ -261,6 +261,12 @@ class Pipeline:
         try:
             answer = self.post.run(hit.release, query_plan.post_sql)
         except PostProcessError as failure:
+            await self.ledger.refuse(
+                attempt,
+                Decision.ERROR,
+                f"post-processing a cached answer failed: {failure}",
+                asker.budget,
+            )
             raise QueryError(
                 "22000", f"the noisy answer could not be post-processed ({failure})"
             ) from None

@@ -103,14 +103,20 @@ async def _my_queries(context: SessionContext, limit: int | None) -> StatementRe
     return StatementResult(tag=f"SELECT {len(rows)}", columns=QUERY_COLUMNS, rows=rows)
 
 
+#: What an analyst reads for a query that failed after its charge: the stored reason holds
+#: the database's own error text (for the admin), which can quote stored values.
+FAILED_REASON = "the query failed in the database; the charge stands (details: your admin)"
+
+
 def _query_row(record: AuditRecord) -> tuple[str | None, ...]:
+    reason = FAILED_REASON if record.decision is Decision.FAILED else record.reason
     return (
         str(record.id),
         _timestamp(record.started_at),
         record.client_address,
         record.sql,
         record.decision.value,
-        record.reason,
+        reason,
         record.epsilon.plain,
         _amount(record.remaining),
         None if record.rows is None else str(record.rows),

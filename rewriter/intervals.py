@@ -53,6 +53,18 @@ def interval_of(node: exp.Expr, column_bounds: ColumnBounds) -> Interval:
 
 
 def _interval(node: exp.Expr, bounds: ColumnBounds) -> Interval:
+    """The node's interval; every intermediate result must stay within ±2^52 as well, so
+    that no step of the computation can overflow (an error that would depend on data)."""
+    found = _node_interval(node, bounds)
+    if max(abs(found.lower), abs(found.upper)) > MAX_MAGNITUDE:
+        raise Rejected(
+            f"{node.sql(dialect='postgres')} inside an aggregate can exceed ±2^52",
+            hint="declare tighter column bounds or use smaller constants",
+        )
+    return found
+
+
+def _node_interval(node: exp.Expr, bounds: ColumnBounds) -> Interval:
     if isinstance(node, exp.Paren):
         return _interval(node.this, bounds)
     if isinstance(node, exp.Column):

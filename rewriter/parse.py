@@ -21,6 +21,10 @@ def parse_statement(sql: str) -> exp.Expr:
         )
     try:
         statements = [s for s in sqlglot.parse(sql, read="postgres") if s is not None]
+    except RecursionError:
+        raise Rejected(
+            "the statement is nested too deeply", sqlstate="54001", hint="simplify the query"
+        ) from None
     except (ParseError, TokenError) as error:
         first_line = str(error).splitlines()[0] if str(error) else "syntax error"
         raise Rejected(

@@ -60,6 +60,15 @@ def plan(sql: str, catalog: Catalog, request: PlanRequest) -> Plan:
             sqlstate="22023",
             hint="SET dpproxy.epsilon = 0.5",
         )
+    try:
+        return _plan(sql, catalog, request)
+    except RecursionError:
+        raise Rejected(
+            "the statement is nested too deeply", sqlstate="54001", hint="simplify the query"
+        ) from None
+
+
+def _plan(sql: str, catalog: Catalog, request: PlanRequest) -> Plan:
     tree, catalog = expand_subqueries(parse_statement(sql), catalog)
     shape = check_shape(tree, catalog)
     where = None

@@ -182,6 +182,8 @@ def _bottom_up(
 def _parse(sql: str) -> exp.Expression | None:
     try:
         statements = sqlglot.parse(sql, read="postgres")
+    except RecursionError:
+        return None  # not a catalog query; the rewriter refuses it cleanly
     except SqlglotError:
         try:
             statements = sqlglot.parse(_quote_keyword_labels(sql), read="postgres")

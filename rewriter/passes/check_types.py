@@ -6,6 +6,11 @@ type it might not fit (text to a number, a real to an integer, a narrowing integ
 compare or combine values of unrelated types (DuckDB would cast a text column to a number
 to compare it with ``5``, and fail on the first non-numeric value). Literals may be cast
 freely: whether they fit does not depend on the data.
+
+Arithmetic on raw column values (WHERE, GROUP BY, FILTER, COUNT arguments, conditions) is
+refused too: it could overflow for one particular value. Inside SUM/AVG/… values, columns
+are first clamped to their declared bounds and every intermediate result is bounded by
+interval arithmetic (rewriter.intervals), so arithmetic there cannot overflow.
 """
 
 from __future__ import annotations
@@ -61,14 +66,40 @@ _SAFE_CAST_TARGETS = {
 }
 
 
+#: Contexts whose value is computed from clamped columns, bounded by interval arithmetic.
+VALUE_CONTEXTS = frozenset(
+    {"SUM", "AVG", "VAR_POP", "VAR_SAMP", "STDDEV_POP", "STDDEV_SAMP", "MIN", "MAX"}
+)
+
+
 def check_types(node: exp.Expr, scope: Scope, where: str) -> None:
     """Raise Rejected if ``node`` (resolved) could fail on some values."""
-    _kind(node, scope, where)
+    _kind(node, scope, where, raw=where not in VALUE_CONTEXTS)
 
 
-def _kind(node: exp.Expr, scope: Scope, where: str) -> str:
+def _kind(node: exp.Expr, scope: Scope, where: str, *, raw: bool = True) -> str:
+    if raw and isinstance(node, (*_ARITHMETIC, exp.Neg)) and node.find(exp.Column):
+        raise Rejected(
+            f"{node.sql(dialect='postgres')} in {where}: arithmetic on a column's raw values "
+            "could overflow for one particular value, and the error would reveal it",
+            hint="compare the column itself (e.g. cost > 100 / 1.1), or compute inside "
+            "SUM/AVG, where values are clamped to their bounds",
+        )
     if isinstance(node, exp.Paren):
-        return _kind(node.this, scope, where)
+        return _kind(node.this, scope, where, raw=raw)
+    if isinstance(node, (exp.Case, exp.If)) and not raw:
+        # Conditions see raw values; the branches are values.
+        for branch in node.args.get("ifs", []) if isinstance(node, exp.Case) else [node]:
+            _kind(branch.this, scope, where, raw=True)
+        values: list[exp.Expr] = (
+            [b.args["true"] for b in node.args.get("ifs", [])]
+            + ([node.args["default"]] if node.args.get("default") is not None else [])
+            if isinstance(node, exp.Case)
+            else [node.args["true"], *([node.args["false"]] if node.args.get("false") else [])]
+        )
+        for value in values:
+            _kind(value, scope, where, raw=False)
+        return _common(node, scope, where)
     if isinstance(node, exp.Column):
         return _COLUMN_KINDS[scope.info(node).type]
     if isinstance(node, exp.Literal):
@@ -89,14 +120,17 @@ def _kind(node: exp.Expr, scope: Scope, where: str) -> str:
         _comparable(node, [node.this, *node.expressions], scope, where)
         return BOOLEAN
     if isinstance(node, exp.Neg):
-        return _numeric(node, [node.this], scope, where)
+        return _numeric(node, [node.this], scope, where, [_kind(node.this, scope, where, raw=raw)])
     if isinstance(node, _ARITHMETIC):
-        kinds = [_kind(node.this, scope, where), _kind(node.expression, scope, where)]
+        kinds = [
+            _kind(node.this, scope, where, raw=raw),
+            _kind(node.expression, scope, where, raw=raw),
+        ]
         if any(k in (DATE, TIME) for k in kinds) and isinstance(node, (exp.Add, exp.Sub)):
             return DATE  # date arithmetic with intervals or days
         return _numeric(node, [node.this, node.expression], scope, where, kinds)
     for child in node.iter_expressions():
-        _kind(child, scope, where)
+        _kind(child, scope, where, raw=raw)
     if isinstance(node, (exp.And, exp.Or, exp.Not, exp.Is, exp.Like, exp.ILike)):
         return BOOLEAN
     if isinstance(node, _TEXT_FUNCTIONS):

@@ -41,6 +41,12 @@ def test_database_failure_is_charged_audited_and_hidden(
             admin.execute(f"ALTER TABLE {schema}.visits RENAME TO visits_elsewhere")
         with pytest.raises(psycopg.errors.InternalError_) as caught:
             conn.execute("SELECT COUNT(*) FROM visits")
+        # The analyst's own history never shows the database's error text either.
+        cur = conn.execute("SELECT * FROM dpproxy.my_queries")
+        names = [c.name for c in cur.description or []]
+        rows = [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+        failed = [r for r in rows if r["decision"] == "failed"]
+        assert failed and all("does not exist" not in (r["reason"] or "") for r in failed)
     message = str(caught.value)
     assert "the query failed in the database; the charge of ε=1 stands" in message
     assert "visits_elsewhere" not in message and "does not exist" not in message

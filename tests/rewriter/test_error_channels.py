@@ -24,7 +24,25 @@ CATALOG = catalog("main")
         ("SELECT COUNT(*) FROM visits WHERE CAST(stay AS SMALLINT) > 0", "could fail"),
         ("SELECT COUNT(*) FROM visits WHERE department = 5", "different types"),
         ("SELECT COUNT(*) FROM visits WHERE stay IN (1, 'x', department)", "different types"),
-        ("SELECT COUNT(*) FROM visits WHERE department + 1 > 2", "not a number"),
+        ("SELECT COUNT(*) FROM visits WHERE department + 1 > 2", "arithmetic on a column"),
+        # Overflow oracles: the error would show whether the condition held for a person.
+        (
+            "SELECT COUNT(*) FROM visits WHERE CASE WHEN patient_id = 17 THEN "
+            "patient_id * 9223372036854775807 ELSE 0 END = 0",
+            "arithmetic on a column",
+        ),
+        ("SELECT COUNT(*) FROM visits WHERE 10 / (stay - 5) > 1", "arithmetic on a column"),
+        (
+            "SELECT SUM(CASE WHEN cost * 1e308 > 1 THEN 1 ELSE 0 END) FROM visits",
+            "arithmetic on a column",
+        ),
+        ("SELECT COUNT(cost * 1e308) FROM visits", "arithmetic on a column"),
+        ("SELECT COUNT(*) FILTER (WHERE stay * 2 > 3) FROM visits", "arithmetic on a column"),
+        (
+            "SELECT SUM(stay * 1099511627776 * 1099511627776 / 1099511627776) FROM visits",
+            "can exceed",
+        ),
+        ("SELECT SUM((cost * 1e300) / 1e300) FROM visits", "can exceed"),
         (
             "SELECT SUM(CASE WHEN stay > 1 THEN department ELSE 0 END) FROM visits",
             "different types",
@@ -40,7 +58,7 @@ def test_queries_that_could_fail_on_some_rows_are_refused(sql: str, words: str) 
 SAFE = [
     "SELECT COUNT(*) FROM visits WHERE department = 'A' AND stay > 2",
     "SELECT COUNT(*) FROM visits WHERE CAST(stay AS BIGINT) > 1 AND CAST(cost AS TEXT) <> 'x'",
-    "SELECT COUNT(*) FROM visits WHERE 10 / (stay - 5) > 1 OR 10 % (stay - 5) = 1",
+    "SELECT SUM(10 / (stay + 1)) FROM visits WHERE stay > 1 OR cost < 5",
     "SELECT SUM(GREATEST(cost, -2000000000000000)) FROM visits",
     "SELECT SUM(cost / (stay + 3)) FROM visits",
 ]

@@ -211,6 +211,11 @@ def test_person_identity_cannot_be_spoofed(sql: str) -> None:
         plan(sql, CATALOG, PlanRequest(1.0))
 
 
+def test_deeply_nested_query_is_rejected() -> None:
+    sql = "SELECT COUNT(*) FROM visits WHERE " + "(" * 3000 + "stay > 1" + ")" * 3000
+    assert rejected(sql).sqlstate == "54001"
+
+
 def test_overlong_query_is_rejected() -> None:
     assert (
         rejected("SELECT COUNT(*) FROM visits WHERE " + "cost > 1 AND " * 10_000 + "TRUE").sqlstate
