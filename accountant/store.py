@@ -194,14 +194,7 @@ class StateStore:
         _check_rows_and_duration(None, duration_ms)
 
         def work(conn: sqlite3.Connection) -> AuditRecord:
-            remaining = None
-            stored = analysts.find(conn, attempt.analyst)
-            current = budget if stored is None or stored.removed else stored.budget
-            if current is not None and (stored is None or not stored.removed):
-                used = ledger.spent(
-                    conn, attempt.analyst, current.delta, period=current.period, now=self._now()
-                )
-                remaining = current.total.saturating_sub(used)
+            remaining = self._remaining(conn, attempt.analyst, budget)
             new = audit.NewRecord(
                 attempt.started_at,
                 attempt.analyst,
@@ -237,13 +230,7 @@ class StateStore:
             stored = analysts.find(conn, attempt.analyst, self._now())
             if stored is not None and stored.removed:
                 raise AnalystRemoved(attempt.analyst, Epsilon.zero())
-            current = budget if stored is None else stored.budget
-            remaining = None
-            if stored is not None and not stored.removed:
-                remaining = stored.remaining
-            elif stored is None and current is not None:
-                used = ledger.spent(conn, attempt.analyst, current.delta, now=self._now())
-                remaining = current.total.saturating_sub(used)
+            remaining = self._remaining(conn, attempt.analyst, budget)
             new = audit.NewRecord(
                 attempt.started_at,
                 attempt.analyst,
@@ -260,6 +247,20 @@ class StateStore:
             return audit.append(conn, new, self._now())
 
         return self._run(work)
+
+    def _remaining(
+        self, conn: sqlite3.Connection, analyst: str, budget: AnalystBudget | None
+    ) -> Epsilon | None:
+        """What ``analyst`` has left in the current period: as stored, else from ``budget``
+        (an analyst the store does not know); None for a removed analyst or no budget."""
+        now = self._now()
+        stored = analysts.find(conn, analyst, now)
+        if stored is not None:
+            return None if stored.removed else stored.remaining
+        if budget is None:
+            return None
+        used = ledger.spent(conn, analyst, budget.delta, period=budget.period, now=now)
+        return budget.total.saturating_sub(used)
 
     def clear_answer_cache(self, change: AdminChange) -> AuditRecord:
         """Make every running server forget its cached answers (e.g. after the data changed
