@@ -4,14 +4,13 @@ and the admin sees every attempt. Real server process, real psql and psycopg."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
 import psycopg
 import pytest
 
-from tests.integration.server import RunningServer, demo_database, demo_server, dpproxy
+from tests.integration.server import RunningServer, dpproxy
 
 pytestmark = pytest.mark.integration
 
@@ -25,25 +24,6 @@ def bounded_visit_count(database: Path) -> int:
         ).fetchone()
     assert row is not None
     return int(row[0])
-
-
-@pytest.fixture(scope="module")
-def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    directory = tmp_path_factory.mktemp("demo")
-    demo_database(directory, PATIENTS)
-    return directory
-
-
-@pytest.fixture(scope="module", params=["duckdb", "postgres"])
-def server(
-    request: pytest.FixtureRequest, demo_dir: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[RunningServer]:
-    dsn = request.getfixturevalue("pg_dsn") if request.param == "postgres" else None
-    directory = tmp_path_factory.mktemp(f"{request.param}")
-    with demo_server(
-        request.param, demo_dir / "demo.duckdb", directory, pg_dsn=dsn, patients=PATIENTS
-    ) as running:
-        yield running
 
 
 def spent(server: RunningServer, analyst: str) -> str:

@@ -8,7 +8,6 @@ import json
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -17,37 +16,17 @@ import pytest
 from tests.integration.server import (
     PASSWORDS,
     RunningServer,
-    demo_database,
-    demo_server,
     dpproxy,
 )
 
 pytestmark = pytest.mark.integration
 
 PATIENTS = 500
+DIRECTORY_PREFIX = "protocol-"
 COUNT = "SELECT COUNT(*) FROM visits"
 BY_DEPARTMENT = "SELECT COUNT(*) FROM visits WHERE department = $1"
 DEPARTMENT = "Cardiology"
 NODE_PG_DIR = Path(os.environ.get("DPPROXY_NODE_PG_DIR", Path.home() / ".cache/dpproxy/node-pg"))
-
-
-@pytest.fixture(scope="module")
-def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    directory = tmp_path_factory.mktemp("protocol-demo")
-    demo_database(directory, PATIENTS)
-    return directory
-
-
-@pytest.fixture(scope="module", params=["duckdb", "postgres"])
-def server(
-    request: pytest.FixtureRequest, demo_dir: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[RunningServer]:
-    dsn = request.getfixturevalue("pg_dsn") if request.param == "postgres" else None
-    directory = tmp_path_factory.mktemp(f"protocol-{request.param}")
-    with demo_server(
-        request.param, demo_dir / "demo.duckdb", directory, pg_dsn=dsn, patients=PATIENTS
-    ) as running:
-        yield running
 
 
 def audited_sql(server: RunningServer, limit: int = 5) -> list[str]:

@@ -9,7 +9,6 @@ PostgreSQL), so that a DP query over it is still running when the cancel arrives
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import threading
 import time
@@ -31,21 +30,6 @@ SCHEMA = f"dpproxy_tls_{uuid.uuid4().hex[:8]}"  # unique: test runs may share th
 SLOW_QUERY = "SELECT COUNT(*) FROM visits"
 FAST_QUERY = "SELECT COUNT(*) FROM patients"
 CANCEL_AFTER_SECONDS = 1.5
-
-
-@pytest.fixture(scope="module")
-def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    openssl = shutil.which("openssl")
-    if openssl is None:
-        pytest.skip("openssl is not installed")
-    directory = tmp_path_factory.mktemp("tls-cert")
-    cert, key = directory / "cert.pem", directory / "key.pem"
-    subprocess.run(
-        [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-         "-subj", "/CN=localhost", "-keyout", str(key), "-out", str(cert)],
-        check=True, capture_output=True, timeout=60,
-    )  # fmt: skip
-    return cert, key
 
 
 def with_tls(config: Path, cert: Path, key: Path) -> Path:

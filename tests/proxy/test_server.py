@@ -647,22 +647,6 @@ def test_server_close_ends_connections() -> None:
 # --- TLS ---
 
 
-@pytest.fixture(scope="module")
-def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """A self-signed certificate and key made with the openssl command."""
-    openssl = shutil.which("openssl")
-    if openssl is None:
-        pytest.skip("openssl is not installed")
-    directory = tmp_path_factory.mktemp("tls")
-    cert, key = directory / "cert.pem", directory / "key.pem"
-    subprocess.run(
-        [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-         "-subj", "/CN=localhost", "-keyout", str(key), "-out", str(cert)],
-        check=True, capture_output=True, timeout=60,
-    )  # fmt: skip
-    return cert, key
-
-
 @pytest.fixture(params=[False, True], ids=["tls", "require_tls"])
 def tls_srv(request: pytest.FixtureRequest, certificate: tuple[Path, Path]) -> Iterator[Running]:
     running = Running(ssl_context=server_context(*certificate), require_tls=request.param)
