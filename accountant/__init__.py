@@ -2,7 +2,8 @@
 
 Pure ε (Laplace) and zCDP ρ (Gaussian) charges against (ε, δ) budgets
 (``accountant.zcdp``). The ledger, the analysts with their budgets, and the hash-chained audit
-log live in one SQLite file (:class:`StateStore`); amounts are exact (:class:`Epsilon`,
+log live in one SQLite file or in a PostgreSQL schema shared by several servers
+(:class:`StateStore`, :class:`PostgresState`); amounts are exact (:class:`Epsilon`,
 nano-ε integers inside).
 """
 
@@ -33,6 +34,7 @@ from accountant.errors import (
     ZcdpNeedsDelta,
 )
 from accountant.ledger import GlobalBudget
+from accountant.postgres import PostgresState
 from accountant.reader import StateReader
 from accountant.records import (
     Attempt,
@@ -41,7 +43,7 @@ from accountant.records import (
     Decision,
     Reservation,
 )
-from accountant.store import RECOVERED_REASON, StateStore
+from accountant.store import RECOVERED_REASON, StateLocation, StateStore
 
 __all__ = [
     "ADMIN_ADDRESS",
@@ -70,8 +72,10 @@ __all__ = [
     "InvalidAmount",
     "NanoAmount",
     "PerQueryCapExceeded",
+    "PostgresState",
     "Reservation",
     "ReservationError",
+    "StateLocation",
     "StateReader",
     "StateStore",
     "StateStoreError",

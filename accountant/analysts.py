@@ -12,7 +12,6 @@ themselves are never deleted. Callers run these inside a transaction from
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -29,8 +28,9 @@ from accountant.budget import (
     Period,
     format_delta,
 )
+from accountant.connection import Connection
 from accountant.errors import AnalystExists, AnalystRemoved, UnknownAnalyst
-from accountant.ledger import spent
+from accountant.ledger import period_spending, spent
 from accountant.records import AuditRecord, Decision, iso
 
 #: ``client_address`` of audit records written by admin commands.
@@ -61,10 +61,17 @@ class StoredAnalyst:
     removed: bool
     created_at: datetime
     updated_at: datetime
+    #: The δ spent by partition selection (GROUP BY keys found in the data), exact.
+    delta_spent: Decimal = Decimal(0)
 
     @property
     def remaining(self) -> Epsilon:
         return self.budget.total.saturating_sub(self.spent)
+
+    @property
+    def delta_remaining(self) -> Decimal:
+        """The δ partition selection may still spend (never negative)."""
+        return max(self.budget.delta - self.delta_spent, Decimal(0))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready; amounts as exact decimal strings. Never includes the verifier."""
@@ -77,6 +84,8 @@ class StoredAnalyst:
             "per_query_max": self.budget.effective_cap.plain,
             "per_query_cap_set": self.budget.per_query_cap is not None,
             "delta": format_delta(self.budget.delta),
+            "delta_spent": format_delta(self.delta_spent),
+            "delta_remaining": format_delta(self.delta_remaining),
             "mechanism": self.budget.mechanism.value,
             "period": self.budget.period.value,
             "created_at": iso(self.created_at),
@@ -84,7 +93,7 @@ class StoredAnalyst:
         }
 
 
-def find(conn: sqlite3.Connection, name: str, now: datetime | None = None) -> StoredAnalyst | None:
+def find(conn: Connection, name: str, now: datetime | None = None) -> StoredAnalyst | None:
     """The analyst called ``name`` (removed ones included), or None. ``spent`` counts the
     budget period containing ``now`` (default: the current time)."""
     row = conn.execute(_SELECT + " WHERE name = ?", (name,)).fetchone()
@@ -92,14 +101,14 @@ def find(conn: sqlite3.Connection, name: str, now: datetime | None = None) -> St
 
 
 def every(
-    conn: sqlite3.Connection, *, include_removed: bool = False, now: datetime | None = None
+    conn: Connection, *, include_removed: bool = False, now: datetime | None = None
 ) -> list[StoredAnalyst]:
     where = "" if include_removed else " WHERE removed = 0"
     rows = conn.execute(_SELECT + where + " ORDER BY name").fetchall()
     return [_to_analyst(conn, row, now) for row in rows]
 
 
-def active(conn: sqlite3.Connection, name: str) -> StoredAnalyst:
+def active(conn: Connection, name: str) -> StoredAnalyst:
     """The analyst called ``name``; UnknownAnalyst if absent or removed."""
     found = find(conn, name)
     if found is None or found.removed:
@@ -108,7 +117,7 @@ def active(conn: sqlite3.Connection, name: str) -> StoredAnalyst:
 
 
 def budget_for(
-    conn: sqlite3.Connection,
+    conn: Connection,
     analyst: str,
     fallback: AnalystBudget | None,
     cost: Epsilon | Cost,
@@ -125,7 +134,7 @@ def budget_for(
 
 
 def seed(
-    conn: sqlite3.Connection,
+    conn: Connection,
     analysts: dict[str, tuple[str, AnalystBudget]],
     change: AdminChange,
     now: datetime,
@@ -142,7 +151,7 @@ def seed(
 
 
 def add(
-    conn: sqlite3.Connection,
+    conn: Connection,
     name: str,
     *,
     verifier: str,
@@ -166,7 +175,7 @@ def add(
     return _audit(conn, name, change, what, now)
 
 
-def remove(conn: sqlite3.Connection, name: str, change: AdminChange, now: datetime) -> AuditRecord:
+def remove(conn: Connection, name: str, change: AdminChange, now: datetime) -> AuditRecord:
     active(conn, name)
     conn.execute(
         "UPDATE analysts SET removed = 1, verifier = '', updated_at = ? WHERE name = ?",
@@ -176,7 +185,7 @@ def remove(conn: sqlite3.Connection, name: str, change: AdminChange, now: dateti
 
 
 def set_verifier(
-    conn: sqlite3.Connection, name: str, verifier: str, change: AdminChange, now: datetime
+    conn: Connection, name: str, verifier: str, change: AdminChange, now: datetime
 ) -> AuditRecord:
     active(conn, name)
     conn.execute(
@@ -187,7 +196,7 @@ def set_verifier(
 
 
 def update_budget(
-    conn: sqlite3.Connection,
+    conn: Connection,
     name: str,
     update: Callable[[AnalystBudget], AnalystBudget],
     change: AdminChange,
@@ -206,7 +215,7 @@ def update_budget(
     return _audit(conn, name, change, what, now)
 
 
-def reset(conn: sqlite3.Connection, name: str, change: AdminChange, now: datetime) -> AuditRecord:
+def reset(conn: Connection, name: str, change: AdminChange, now: datetime) -> AuditRecord:
     """Start counting spending afresh: earlier charges stay in the ledger and the audit log."""
     before = spent(conn, name)
     active(conn, name)
@@ -244,7 +253,7 @@ def _amounts(budget: AnalystBudget) -> tuple[int, int, int | None, str, str, str
 
 
 def _insert(
-    conn: sqlite3.Connection, name: str, verifier: str, budget: AnalystBudget, now: datetime
+    conn: Connection, name: str, verifier: str, budget: AnalystBudget, now: datetime
 ) -> None:
     conn.execute(
         "INSERT INTO analysts (name, verifier, total_nano, default_nano, cap_nano, delta,"
@@ -257,15 +266,13 @@ def _insert(
 GLOBAL_NAME = "*"
 
 
-def audit_global(
-    conn: sqlite3.Connection, change: AdminChange, what: str, now: datetime
-) -> AuditRecord:
+def audit_global(conn: Connection, change: AdminChange, what: str, now: datetime) -> AuditRecord:
     """Audit an admin change of the global budget (analyst ``*``)."""
     return _audit(conn, GLOBAL_NAME, change, what, now)
 
 
 def _audit(
-    conn: sqlite3.Connection, name: str, change: AdminChange, what: str, now: datetime
+    conn: Connection, name: str, change: AdminChange, what: str, now: datetime
 ) -> AuditRecord:
     found = find(conn, name, now)
     remaining = None if found is None or found.removed else found.remaining
@@ -286,9 +293,7 @@ def _audit(
     return audit.append(conn, new, now)
 
 
-def _to_analyst(
-    conn: sqlite3.Connection, row: tuple[Any, ...], now: datetime | None
-) -> StoredAnalyst:
+def _to_analyst(conn: Connection, row: tuple[Any, ...], now: datetime | None) -> StoredAnalyst:
     name, verifier, total, default, cap, _reset_after, removed, created, updated = row[:9]
     budget = AnalystBudget(
         total=Epsilon.from_nano(total),
@@ -298,11 +303,13 @@ def _to_analyst(
         mechanism=Mechanism(row[10]),
         period=Period(row[11]),
     )
+    spending = period_spending(conn, name, period=budget.period, now=now)
     return StoredAnalyst(
         name=name,
         verifier=verifier,
         budget=budget,
-        spent=spent(conn, name, budget.delta, period=budget.period, now=now),
+        spent=spending.epsilon(budget.delta),
+        delta_spent=spending.delta,
         removed=bool(removed),
         created_at=datetime.fromisoformat(created),
         updated_at=datetime.fromisoformat(updated),

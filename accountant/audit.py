@@ -4,8 +4,9 @@ Record ``n`` stores ``prev_hash`` = hash of record ``n-1`` (64 zeros for record 
 ``hash = sha256(prev_hash + canonical_json(fields))`` in hex, where ``fields`` are the
 stored column values below (times as ISO text, amounts as integer nano-units) and the JSON
 has sorted keys, no spaces and UTF-8 text. ``actor`` (the admin behind a change, schema
-version 2) and ``rho_nano`` (the ρ of a Gaussian charge, version 3) are covered too when
-set, so records written before they existed keep their hashes. ``audit_head`` holds the
+version 2), ``rho_nano`` (the ρ of a Gaussian charge, version 3) and ``delta_femto`` (the δ
+of partition selection in 10⁻¹⁵ units, version 4) are covered too when set, so records
+written before they existed keep their hashes. ``audit_head`` holds the
 last id and hash, updated in the same transaction, so a deleted tail is noticed too. Ids
 are consecutive. Callers run these functions inside a transaction from ``accountant.sqlite``.
 """
@@ -14,13 +15,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
-from accountant.budget import Epsilon, Rho
+from accountant.budget import Epsilon, Rho, delta_of_units, delta_units
+from accountant.connection import Connection
 from accountant.records import AuditRecord, AuditVerification, Decision, iso
 from accountant.sqlite import GENESIS_HASH
 
@@ -41,7 +43,7 @@ HASHED_COLUMNS = (
     "reservation_id",
 )
 #: Covered by the hash only when not NULL.
-OPTIONAL_HASHED_COLUMNS = ("actor", "rho_nano")
+OPTIONAL_HASHED_COLUMNS = ("actor", "rho_nano", "delta_femto")
 _COLUMNS = (*HASHED_COLUMNS, *OPTIONAL_HASHED_COLUMNS, "prev_hash", "hash")
 _SELECT = f"SELECT {', '.join(_COLUMNS)} FROM audit_log"
 
@@ -63,6 +65,7 @@ class NewRecord:
     reservation_id: int | None
     actor: str | None = None
     rho: Rho | None = None  # the zCDP part of a charge; None (not hashed) when zero
+    delta: Decimal | None = None  # the δ of partition selection; None (not hashed) when zero
 
 
 def record_hash(prev_hash: str, fields: Mapping[str, Any]) -> str:
@@ -74,7 +77,7 @@ def record_hash(prev_hash: str, fields: Mapping[str, Any]) -> str:
     return hashlib.sha256((prev_hash + canonical).encode("utf-8")).hexdigest()
 
 
-def append(conn: sqlite3.Connection, new: NewRecord, now: datetime) -> AuditRecord:
+def append(conn: Connection, new: NewRecord, now: datetime) -> AuditRecord:
     """Append ``new`` as the next record of the chain. Run inside a write transaction."""
     last_id, last_hash = conn.execute("SELECT last_id, last_hash FROM audit_head").fetchone()
     fields: dict[str, Any] = {
@@ -93,6 +96,7 @@ def append(conn: sqlite3.Connection, new: NewRecord, now: datetime) -> AuditReco
         "reservation_id": new.reservation_id,
         "actor": new.actor,
         "rho_nano": None if new.rho is None or new.rho.is_zero() else new.rho.nano,
+        "delta_femto": None if not new.delta else delta_units(new.delta),
         "prev_hash": last_hash,
     }
     fields["hash"] = record_hash(last_hash, fields)
@@ -106,7 +110,7 @@ def append(conn: sqlite3.Connection, new: NewRecord, now: datetime) -> AuditReco
 
 
 def select(
-    conn: sqlite3.Connection,
+    conn: Connection,
     *,
     analyst: str | None,
     since: datetime | None,
@@ -141,7 +145,7 @@ def select(
     return [_to_record(dict(zip(_COLUMNS, row, strict=True))) for row in reversed(rows)]
 
 
-def verify(conn: sqlite3.Connection) -> AuditVerification:
+def verify(conn: Connection) -> AuditVerification:
     """Recompute the chain. Run inside a read transaction (one consistent snapshot)."""
     head_id, head_hash = conn.execute("SELECT last_id, last_hash FROM audit_head").fetchone()
 
@@ -201,6 +205,7 @@ def _to_record(fields: Mapping[str, Any]) -> AuditRecord:
         reservation_id=fields["reservation_id"],
         actor=fields["actor"],
         rho=None if fields["rho_nano"] is None else Rho.from_nano(fields["rho_nano"]),
+        delta=None if fields["delta_femto"] is None else delta_of_units(fields["delta_femto"]),
         prev_hash=fields["prev_hash"],
         hash=fields["hash"],
     )

@@ -272,12 +272,37 @@ class Period(StrEnum):
         return None
 
 
+#: δ amounts (what partition selection spends) are whole 10⁻¹⁵ units in the ledger: exact
+#: sums, and far below any δ worth setting (a δ is rounded *up* to the next unit).
+DELTA_UNITS_PER_ONE = 10**15
+
+
+def delta_units(delta: Decimal) -> int:
+    """``delta`` in whole 10⁻¹⁵ units, rounded up (the conservative direction for a cost)."""
+    return int(delta.scaleb(15).to_integral_value(rounding=ROUND_CEILING))
+
+
+def delta_of_units(units: int) -> Decimal:
+    """The exact δ of ``units`` 10⁻¹⁵ units (as stored in the ledger)."""
+    if isinstance(units, bool) or not isinstance(units, int) or units < 0:
+        raise InvalidAmount("a stored δ must be a non-negative integer of 10⁻¹⁵ units")
+    return Decimal(units).scaleb(-15)
+
+
 @dataclass(frozen=True)
 class Cost:
-    """What one query is charged: pure ε (Laplace answers) and ρ (Gaussian answers)."""
+    """What one query is charged: pure ε (Laplace answers), ρ (Gaussian answers) and δ
+    (partition selection: releasing GROUP BY keys found in the data).
+
+    ``delta`` is exact: rounded up to whole 10⁻¹⁵ units when the Cost is made."""
 
     epsilon: Epsilon
     rho: Rho
+    delta: Decimal = Decimal(0)
+
+    def __post_init__(self) -> None:
+        exact = parse_delta(self.delta)
+        object.__setattr__(self, "delta", delta_of_units(delta_units(exact)))
 
     @classmethod
     def pure(cls, epsilon: Epsilon) -> Cost:
@@ -287,15 +312,28 @@ class Cost:
     def zcdp(cls, rho: Rho) -> Cost:
         return cls(Epsilon.zero(), rho)
 
+    def with_delta(self, delta: Decimal) -> Cost:
+        """The same cost, also spending ``delta`` (partition selection)."""
+        return Cost(self.epsilon, self.rho, delta)
+
+    @property
+    def delta_units(self) -> int:
+        """δ in whole 10⁻¹⁵ units (as stored in the ledger)."""
+        return delta_units(self.delta)
+
     def is_zero(self) -> bool:
-        return self.epsilon.is_zero() and self.rho.is_zero()
+        return self.epsilon.is_zero() and self.rho.is_zero() and self.delta == 0
 
     def __str__(self) -> str:
         if self.rho.is_zero():
-            return str(self.epsilon)
-        if self.epsilon.is_zero():
-            return f"{self.rho} (zCDP)"
-        return f"{self.epsilon} and {self.rho} (zCDP)"
+            text = str(self.epsilon)
+        elif self.epsilon.is_zero():
+            text = f"{self.rho} (zCDP)"
+        else:
+            text = f"{self.epsilon} and {self.rho} (zCDP)"
+        if self.delta:
+            text += f" and δ={format_delta(self.delta)} (partition selection)"
+        return text
 
 
 DEFAULT_DELTA = Decimal("0.000001")

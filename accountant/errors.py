@@ -10,10 +10,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from decimal import Decimal
+
     from accountant.budget import Cost, Epsilon, NanoAmount
 
 #: The session setting an analyst uses to choose a query's ε (named in hints).
 EPSILON_SETTING = "dpproxy.epsilon"
+#: The session setting for the δ of partition selection (named in hints).
+DELTA_SETTING = "dpproxy.delta"
 
 
 class AccountantError(Exception):
@@ -89,18 +93,64 @@ class ZcdpNeedsDelta(AccountantError):
         )
 
 
+class DeltaExhausted(BudgetExhausted):
+    """Partition selection needs more δ than the analyst (or the global cap) has left.
+    Nothing was charged. ``requested_delta`` and ``remaining_delta`` are exact Decimals."""
+
+    def __init__(
+        self,
+        analyst: str,
+        requested: Epsilon | Cost,
+        requested_delta: Decimal,
+        remaining_delta: Decimal,
+        total_delta: Decimal,
+        *,
+        shared: bool = False,
+    ):
+        from accountant.budget import Epsilon, format_delta  # noqa: PLC0415 - budget imports us
+
+        super().__init__(analyst, requested, Epsilon.zero(), Epsilon.zero())
+        self.requested_delta = requested_delta
+        self.remaining_delta = remaining_delta
+        self.total_delta = total_delta
+        whose = "the global budget shared by all analysts" if shared else f'analyst "{analyst}"'
+        if total_delta == 0:
+            problem = f"{whose} has a pure-ε budget (δ = 0), which cannot pay for it"
+        else:
+            problem = (
+                f"{whose} has δ={format_delta(remaining_delta)} left of {format_delta(total_delta)}"
+            )
+        fix = (
+            "declare a public domain for the GROUP BY keys (then no δ is needed)"
+            + (
+                f", lower {DELTA_SETTING} (at most {format_delta(remaining_delta)})"
+                if remaining_delta > 0
+                else ""
+            )
+            + ", or ask an admin for more δ"
+        )
+        self.args = (
+            f"this query releases GROUP BY keys found in the data (partition selection), "
+            f"which spends δ={format_delta(requested_delta)}, but {problem}; {fix}",
+        )
+
+
 class ReservationError(AccountantError):
     """A reservation cannot be completed: it is unknown or already finished (a caller bug)."""
 
 
 class StateStoreError(AccountantError):
-    """The state file (ledger and audit log) cannot be opened, read or written."""
+    """The state store (ledger and audit log) cannot be opened, read or written.
 
-    def __init__(self, path: Path, problem: str, fix: str):
+    ``path``: the SQLite file, or (text) the PostgreSQL server and schema, never a password.
+    """
+
+    def __init__(self, path: Path | str, problem: str, fix: str):
         self.path = path
         self.problem = problem
         self.fix = fix
-        super().__init__(f"dpproxy state file {path}: {problem}; {fix}")
+        what = "state file" if isinstance(path, Path) else "state database"
+        super().__init__(f"dpproxy {what} {path}: {problem}; {fix}")
 
 
 class UnknownAnalyst(AccountantError):

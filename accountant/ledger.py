@@ -4,18 +4,33 @@ Every reservation is a charge that stands forever; an analyst's spending is what
 reservations add up to (``accountant.zcdp``: pure ε exactly, ρ converted to ε at the
 analyst's δ). A reservation is 'reserved' until its query finishes, then 'finished' with
 the id of its audit record.
+
+Partition selection (releasing GROUP BY keys found in the data) also spends δ
+(``delta_femto``, exact). The δ an analyst's queries spent that way is taken off their δ
+before ρ is converted: the total guarantee is (ε(ρ, δ − Σδᵢ), δ) (``Spending.epsilon``).
 """
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 
-from accountant.budget import DEFAULT_DELTA, AnalystBudget, Cost, Epsilon, Period, Rho
+from accountant.budget import (
+    DEFAULT_DELTA,
+    MAX_UNITS,
+    NANO_PER_UNIT,
+    AnalystBudget,
+    Cost,
+    Epsilon,
+    Period,
+    Rho,
+    delta_of_units,
+)
+from accountant.connection import Connection
 from accountant.errors import (
     BudgetExhausted,
+    DeltaExhausted,
     GlobalBudgetExhausted,
     PerQueryCapExceeded,
     ZcdpNeedsDelta,
@@ -48,16 +63,30 @@ class Spending:
     pure_nano: int
     laplace_rho_nano: int  # Σ εᵢ²/2 (at least LAPLACE_RHO_LIMIT means "too large to use")
     rho_nano: int
+    delta_femto: int = 0  # Σ δ of partition selection, in 10⁻¹⁵ units
 
     def plus(self, cost: Cost) -> Spending:
         return Spending(
             self.pure_nano + cost.epsilon.nano,
             min(self.laplace_rho_nano + laplace_rho_nano(cost.epsilon), LAPLACE_RHO_LIMIT),
             self.rho_nano + cost.rho.nano,
+            self.delta_femto + cost.delta_units,
         )
 
+    @property
+    def delta(self) -> Decimal:
+        """The δ spent by partition selection (exact)."""
+        return delta_of_units(self.delta_femto)
+
     def epsilon_nano(self, delta: Decimal) -> int:
-        return epsilon_nano_of(self.pure_nano, self.laplace_rho_nano, self.rho_nano, delta)
+        """The ε spent, at what is left of ``delta`` after partition selection's δ.
+
+        More δ spent than ``delta`` (an admin lowered it), or ρ with no δ left to convert
+        it at, counts as everything spent (OVERSPENT_NANO): fail closed."""
+        left = delta - self.delta
+        if left < 0 or (left == 0 and self.rho_nano > 0):
+            return OVERSPENT_NANO
+        return epsilon_nano_of(self.pure_nano, self.laplace_rho_nano, self.rho_nano, left)
 
     def epsilon(self, delta: Decimal) -> Epsilon:
         """The ε spent at ``delta`` (rounded up)."""
@@ -68,13 +97,18 @@ class Spending:
         return Rho.from_nano(self.rho_nano)
 
 
+#: More than any budget: what "spent" is when no ε can be stated (see Spending.epsilon_nano).
+OVERSPENT_NANO = MAX_UNITS * NANO_PER_UNIT + 1
+
 _SUMS = (
-    "SELECT coalesce(sum(epsilon_nano), 0), coalesce(total(laplace_rho_nano), 0),"
-    " coalesce(sum(rho_nano), 0) FROM reservations"
+    # Σ εᵢ²/2 as a float sum, which cannot overflow (same SQL in SQLite and PostgreSQL).
+    "SELECT coalesce(sum(epsilon_nano), 0),"
+    " coalesce(sum(CAST(laplace_rho_nano AS DOUBLE PRECISION)), 0),"
+    " coalesce(sum(rho_nano), 0), coalesce(sum(delta_femto), 0) FROM reservations"
 )
 
 
-def spending(conn: sqlite3.Connection, analyst: str, since: datetime | None = None) -> Spending:
+def spending(conn: Connection, analyst: str, since: datetime | None = None) -> Spending:
     """What ``analyst`` spent since their last budget reset (see ``accountant.analysts``)
     and, if given, since the start of their budget period ``since``."""
     sql = (
@@ -88,18 +122,18 @@ def spending(conn: sqlite3.Connection, analyst: str, since: datetime | None = No
     return _spending(conn.execute(sql, params).fetchone())
 
 
-def spending_all(conn: sqlite3.Connection) -> Spending:
+def spending_all(conn: Connection) -> Spending:
     """Every charge of every analyst, ever (for the global cap: never reset)."""
     return _spending(conn.execute(_SUMS).fetchone())
 
 
-def _spending(row: tuple[int, float, int]) -> Spending:
+def _spending(row: tuple[int, float, int, int]) -> Spending:
     laplace = LAPLACE_RHO_LIMIT if row[1] >= LAPLACE_RHO_LIMIT else int(row[1])
-    return Spending(int(row[0]), laplace, int(row[2]))
+    return Spending(int(row[0]), laplace, int(row[2]), int(row[3]))
 
 
 def spent(
-    conn: sqlite3.Connection,
+    conn: Connection,
     analyst: str,
     delta: Decimal | None = None,
     *,
@@ -114,8 +148,15 @@ def spent(
         ).fetchone()
         delta = DEFAULT_DELTA if found is None else Decimal(found[0])
         period = Period.NEVER if found is None else Period(found[1])
+    return period_spending(conn, analyst, period=period, now=now).epsilon(delta)
+
+
+def period_spending(
+    conn: Connection, analyst: str, *, period: Period, now: datetime | None = None
+) -> Spending:
+    """What ``analyst`` spent since their last reset and in their current ``period``."""
     since = period.start(now if now is not None else utc_now())
-    return spending(conn, analyst, since).epsilon(delta)
+    return spending(conn, analyst, since)
 
 
 @dataclass(frozen=True)
@@ -126,12 +167,12 @@ class GlobalBudget:
     delta: Decimal
 
 
-def global_budget(conn: sqlite3.Connection) -> GlobalBudget | None:
+def global_budget(conn: Connection) -> GlobalBudget | None:
     row = conn.execute("SELECT total_nano, delta FROM global_budget").fetchone()
     return None if row is None else GlobalBudget(Epsilon.from_nano(row[0]), Decimal(row[1]))
 
 
-def set_global_budget(conn: sqlite3.Connection, budget: GlobalBudget | None) -> None:
+def set_global_budget(conn: Connection, budget: GlobalBudget | None) -> None:
     conn.execute("DELETE FROM global_budget")
     if budget is not None:
         conn.execute(
@@ -140,14 +181,24 @@ def set_global_budget(conn: sqlite3.Connection, budget: GlobalBudget | None) -> 
         )
 
 
-def _check_global(conn: sqlite3.Connection, analyst: str, cost: Cost) -> None:
+def _check_global(conn: Connection, analyst: str, cost: Cost) -> None:
     cap = global_budget(conn)
     if cap is None:
         return
     if not cost.rho.is_zero() and cap.delta == 0:
         raise ZcdpNeedsDelta(analyst)
-    if spending_all(conn).plus(cost).epsilon_nano(cap.delta) > cap.total.nano:
-        raise GlobalBudgetExhausted(analyst, cost.epsilon if cost.rho.is_zero() else cost)
+    before = spending_all(conn)
+    after = before.plus(cost)
+    if cost.delta and after.delta > cap.delta:
+        left = max(cap.delta - before.delta, Decimal(0))
+        raise DeltaExhausted(analyst, cost, cost.delta, left, cap.delta, shared=True)
+    if after.epsilon_nano(cap.delta) > cap.total.nano:
+        raise GlobalBudgetExhausted(analyst, _requested(cost))
+
+
+def _requested(cost: Cost) -> Epsilon | Cost:
+    """What a refusal says the query needs: plain ε when that is all it spends."""
+    return cost.epsilon if cost.rho.is_zero() and not cost.delta else cost
 
 
 def check_cap(analyst: str, cost: Cost, budget: AnalystBudget) -> None:
@@ -163,7 +214,7 @@ def check_cap(analyst: str, cost: Cost, budget: AnalystBudget) -> None:
 
 
 def reserve(
-    conn: sqlite3.Connection,
+    conn: Connection,
     attempt: Attempt,
     cost: Cost,
     budget: AnalystBudget,
@@ -177,19 +228,21 @@ def reserve(
         raise ZcdpNeedsDelta(attempt.analyst)
     before = spending(conn, attempt.analyst, budget.period.start(now))
     after = before.plus(cost)
+    if cost.delta and after.delta > budget.delta:
+        left = max(budget.delta - before.delta, Decimal(0))
+        raise DeltaExhausted(attempt.analyst, cost, cost.delta, left, budget.delta)
     after_nano = after.epsilon_nano(budget.delta)
     if after_nano > budget.total.nano:
         already = before.epsilon(budget.delta)
-        requested = cost.epsilon if cost.rho.is_zero() else cost
         raise BudgetExhausted(
-            attempt.analyst, requested, budget.total.saturating_sub(already), budget.total
+            attempt.analyst, _requested(cost), budget.total.saturating_sub(already), budget.total
         )
     _check_global(conn, attempt.analyst, cost)
     remaining = Epsilon.from_nano(budget.total.nano - after_nano)
     cursor = conn.execute(
         "INSERT INTO reservations (analyst, client_address, sql, started_at, reserved_at,"
-        " epsilon_nano, rho_nano, laplace_rho_nano, remaining_nano, owner, status)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'reserved')",
+        " epsilon_nano, rho_nano, laplace_rho_nano, remaining_nano, owner, status,"
+        " delta_femto) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'reserved', ?) RETURNING id",
         (
             attempt.analyst,
             attempt.client_address,
@@ -201,20 +254,27 @@ def reserve(
             laplace_rho_nano(cost.epsilon),
             remaining.nano,
             owner,
+            cost.delta_units,
         ),
     )
-    if cursor.lastrowid is None:  # pragma: no cover - sqlite always sets it after INSERT
-        raise RuntimeError("SQLite did not return the new reservation's id")
+    (reservation_id,) = cursor.fetchone()
     return Reservation(
-        cursor.lastrowid, attempt.analyst, cost.epsilon, remaining, budget.total, cost.rho
+        reservation_id,
+        attempt.analyst,
+        cost.epsilon,
+        remaining,
+        budget.total,
+        cost.rho,
+        delta=cost.delta,
+        delta_remaining=budget.delta - after.delta,
     )
 
 
-def find_open(conn: sqlite3.Connection, reservation_id: int | None = None) -> list[OpenReservation]:
+def find_open(conn: Connection, reservation_id: int | None = None) -> list[OpenReservation]:
     """Reservations still 'reserved' (one by id, or all), oldest first."""
     sql = (
         "SELECT id, analyst, client_address, sql, started_at, epsilon_nano, remaining_nano,"
-        " owner, rho_nano FROM reservations WHERE status = 'reserved'"
+        " owner, rho_nano, delta_femto FROM reservations WHERE status = 'reserved'"
     )
     params: tuple[int, ...] = ()
     if reservation_id is not None:
@@ -224,7 +284,7 @@ def find_open(conn: sqlite3.Connection, reservation_id: int | None = None) -> li
         OpenReservation(
             id=row[0],
             attempt=Attempt(row[1], row[2], row[3], datetime.fromisoformat(row[4])),
-            cost=Cost(Epsilon.from_nano(row[5]), Rho.from_nano(row[8])),
+            cost=Cost(Epsilon.from_nano(row[5]), Rho.from_nano(row[8]), delta_of_units(row[9])),
             remaining_after=Epsilon.from_nano(row[6]),
             owner=row[7],
         )
@@ -232,7 +292,7 @@ def find_open(conn: sqlite3.Connection, reservation_id: int | None = None) -> li
     ]
 
 
-def finish(conn: sqlite3.Connection, reservation_id: int, audit_id: int) -> None:
+def finish(conn: Connection, reservation_id: int, audit_id: int) -> None:
     conn.execute(
         "UPDATE reservations SET status = 'finished', audit_id = ? WHERE id = ?",
         (audit_id, reservation_id),

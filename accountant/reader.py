@@ -1,57 +1,47 @@
-"""Quick read-only lookups in the state file, for callers that cannot wait on the writer.
+"""Quick read-only lookups in the state store, for callers that cannot wait on the writer.
 
 The server checks a password inside the login exchange, synchronously: it must not queue
 behind charges being fsynced. A :class:`StateReader` has its own read-only connection
-(WAL readers never wait for writers) and always sees the latest committed state.
+(WAL readers never wait for writers; PostgreSQL readers take no lock) and always sees
+the latest committed state.
 """
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from pathlib import Path
 
 from accountant import analysts
 from accountant.analysts import StoredAnalyst
-from accountant.errors import StateStoreError
-from accountant.sqlite import errors_named, transaction
+from accountant.connection import Database
+from accountant.postgres import PostgresDatabase, PostgresState
+from accountant.sqlite_state import SqliteDatabase
 
 
 class StateReader:
-    def __init__(self, path: Path, timeout: float = 5.0) -> None:
-        """Open ``path`` (which must exist: open a StateStore first) read-only."""
-        self._path = Path(path)
+    def __init__(self, location: Path | PostgresState, timeout: float = 5.0) -> None:
+        """Open the state store at ``location`` (which must exist: open a StateStore
+        first) read-only."""
         self._lock = threading.Lock()
-        with errors_named(self._path):
-            self._conn: sqlite3.Connection | None = sqlite3.connect(
-                self._path.resolve().as_uri() + "?mode=ro",
-                uri=True,
-                timeout=timeout,
-                isolation_level=None,
-                check_same_thread=False,
-            )
+        self._db: Database = (
+            PostgresDatabase.open_reader(location, timeout)
+            if isinstance(location, PostgresState)
+            else SqliteDatabase.open_reader(Path(location), timeout)
+        )
 
     def analyst(self, name: str) -> StoredAnalyst | None:
         """The analyst called ``name`` if present and not removed."""
-        with self._lock:
-            if self._conn is None:
-                raise StateStoreError(self._path, "this reader was closed", "open it again")
-            with errors_named(self._path), transaction(self._conn, write=False):
-                found = analysts.find(self._conn, name)
+        with self._lock, self._db.transaction(write=False) as conn:
+            found = analysts.find(conn, name)
         return None if found is None or found.removed else found
 
     def answer_cache_epoch(self) -> int:
         """Raised by ``StateStore.clear_answer_cache``: cached answers of an older epoch are
         forgotten."""
-        with self._lock:
-            if self._conn is None:
-                raise StateStoreError(self._path, "this reader was closed", "open it again")
-            with errors_named(self._path), transaction(self._conn, write=False):
-                row = self._conn.execute("SELECT epoch FROM answer_cache_epoch").fetchone()
+        with self._lock, self._db.transaction(write=False) as conn:
+            row = conn.execute("SELECT epoch FROM answer_cache_epoch").fetchone()
         return int(row[0])
 
     def close(self) -> None:
         with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+            self._db.close()

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from decimal import Decimal
 from enum import StrEnum
 from typing import Any
 
-from accountant.budget import Epsilon, Rho
+from accountant.budget import Epsilon, Rho, format_delta
 
 
 def utc_now() -> datetime:
@@ -85,6 +86,9 @@ class Reservation:
     total: Epsilon | None = None
     #: The zCDP part of the charge (Gaussian answers); ``cost`` is the pure ε part.
     rho: Rho = field(default_factory=Rho.zero)
+    #: The δ of the charge (partition selection), and the analyst's δ left after it.
+    delta: Decimal = Decimal(0)
+    delta_remaining: Decimal | None = None
 
 
 @dataclass(frozen=True)
@@ -118,6 +122,8 @@ class AuditRecord:
     actor: str | None = None
     #: The zCDP ρ charged (Gaussian answers; None before schema version 3 or when zero).
     rho: Rho | None = None
+    #: The δ charged by partition selection (None before schema version 4 or when zero).
+    delta: Decimal | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: times as ISO text, amounts as exact decimal strings ("0.5")."""
@@ -141,6 +147,8 @@ class AuditRecord:
         }
         if self.rho is not None:
             found["rho"] = self.rho.plain
+        if self.delta is not None:
+            found["delta"] = format_delta(self.delta)
         return found
 
 

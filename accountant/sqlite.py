@@ -1,8 +1,8 @@
 """Opening the SQLite state file: durability settings, schema, transactions, error messages.
 
 One file holds the ledger (``reservations``), the analysts and their budgets
-(``analysts``, schema version 2; (ε, δ) budgets and ρ charges, version 3) and the audit
-log (``audit_log`` and its ``audit_head``).
+(``analysts``, schema version 2; (ε, δ) budgets and ρ charges, version 3; δ charges of
+partition selection, version 4) and the audit log (``audit_log`` and its ``audit_head``).
 It is opened in WAL mode with ``synchronous=FULL``: a committed
 transaction has been fsynced. Writers use ``BEGIN IMMEDIATE`` and wait up to ``timeout``
 seconds for each other, across threads and processes (all on one host: WAL needs shared
@@ -21,7 +21,7 @@ from accountant.budget import Epsilon
 from accountant.errors import StateStoreError
 from accountant.zcdp import laplace_rho_nano
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 #: Marks the file as a dpproxy state file ("dppx").
 APPLICATION_ID = 0x64707078
 GENESIS_HASH = "0" * 64
@@ -154,6 +154,17 @@ INSERT INTO answer_cache_epoch (singleton, epoch) VALUES (1, 0);
 ALTER TABLE audit_log ADD COLUMN rho_nano INTEGER;
 UPDATE schema_version SET version = 3;
 """,
+    # ---- Version 4 (schema change for partition selection; mirror it in PostgreSQL) ----
+    # A reservation may also charge δ: ``delta_femto``, the δ of partition selection
+    # (releasing GROUP BY keys found in the data) in whole 10⁻¹⁵ units, exact (0 for every
+    # earlier charge). Audit records carry it too (``delta_femto``, NULL when zero, and
+    # hashed only when set, so that older records verify unchanged).
+    4: """
+ALTER TABLE reservations ADD COLUMN delta_femto INTEGER NOT NULL DEFAULT 0
+    CHECK (delta_femto >= 0);
+ALTER TABLE audit_log ADD COLUMN delta_femto INTEGER;
+UPDATE schema_version SET version = 4;
+""",
 }
 
 
@@ -200,20 +211,33 @@ def errors_named(path: Path) -> Iterator[None]:
 
 
 @contextmanager
-def transaction(conn: sqlite3.Connection, *, write: bool) -> Iterator[sqlite3.Connection]:
+def transaction(
+    conn: sqlite3.Connection, *, write: bool, durable: bool = True
+) -> Iterator[sqlite3.Connection]:
     """One transaction: ``BEGIN IMMEDIATE`` (takes the write lock now) or a read snapshot.
 
     Commits on success (fsynced, with ``synchronous=FULL``); rolls back on any exception.
+    ``durable=False``: committed with ``synchronous=NORMAL``, without an fsync of its own.
+    The commit is in the WAL file when this returns, so it survives the process being
+    killed; an OS crash or power cut can lose it until the next fsynced commit or
+    checkpoint, which makes it durable together with everything written before it (the
+    WAL is replayed in order, so only a tail of such commits can ever be lost).
     """
-    conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+    if not durable:
+        conn.execute("PRAGMA synchronous=NORMAL")
     try:
-        yield conn
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            with suppress(sqlite3.Error):  # keep the original error, not the rollback's
-                conn.execute("ROLLBACK")
-        raise
+        conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                with suppress(sqlite3.Error):  # keep the original error, not the rollback's
+                    conn.execute("ROLLBACK")
+            raise
+    finally:
+        if not durable:
+            conn.execute("PRAGMA synchronous=FULL")
 
 
 def connect(path: Path, timeout: float) -> sqlite3.Connection:

@@ -1,8 +1,12 @@
-"""The durable state store: the ledger of charges and the audit log, in one SQLite file.
+"""The durable state store: the ledger of charges and the audit log, in one SQLite file
+or in a PostgreSQL schema shared by several servers (``accountant.postgres``).
 
 Thread-safe (one lock per store); several processes may open the same file, and writers
-wait for each other for up to ``timeout`` seconds. Every method commits (fsynced) before it
-returns. Typical use by the query pipeline::
+wait for each other for up to ``timeout`` seconds. Every method commits before it returns:
+fsynced, except the records of attempts that charge nothing and release nothing new
+(refusals and cached answers), whose commits survive the process being killed and become
+power-safe with the next fsynced commit (see ``durable`` in ``accountant.connection``).
+Typical use by the query pipeline::
 
     reservation = store.reserve(attempt, cost, budget)      # before touching data
     ...run the query and release the answer...
@@ -19,9 +23,9 @@ only for analysts the store has never known.
 from __future__ import annotations
 
 import math
-import sqlite3
 import threading
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
@@ -31,6 +35,7 @@ from typing import Self, TypeVar
 from accountant import analysts, audit, ledger
 from accountant.analysts import AdminChange, StoredAnalyst
 from accountant.budget import AnalystBudget, Cost, Epsilon, format_delta
+from accountant.connection import Connection, Database
 from accountant.errors import (
     AccountantError,
     AnalystRemoved,
@@ -39,7 +44,7 @@ from accountant.errors import (
     StateStoreError,
     UnknownAnalyst,
 )
-from accountant.owners import OwnerLock, owner_is_alive, sweep_dead_owners
+from accountant.postgres import PostgresDatabase, PostgresState
 from accountant.records import (
     CHARGED_DECISIONS,
     REFUSAL_DECISIONS,
@@ -52,63 +57,78 @@ from accountant.records import (
     require_utc,
     utc_now,
 )
-from accountant.sqlite import connect, errors_named, transaction
+from accountant.sqlite_state import SqliteDatabase
 
 T = TypeVar("T")
+#: Where a state store lives: a SQLite file, or a schema in PostgreSQL.
+StateLocation = Path | PostgresState
 
 RECOVERED_REASON = "dpproxy stopped before the answer was released; the charge stands"
 
 
+@dataclass(frozen=True)
+class CachedAttempt:
+    """An attempt answered from the answer cache, to audit with
+    :meth:`StateStore.record_cached_many`: ``reason`` says which earlier answer was reused;
+    ``budget`` is used only for an analyst the store does not know."""
+
+    attempt: Attempt
+    reason: str
+    rows: int
+    duration_ms: float
+    budget: AnalystBudget | None
+
+
 class StateStore:
-    """The ledger and audit log in the SQLite file at :attr:`path`. Create with :meth:`open`."""
+    """The ledger and audit log in a SQLite file or a PostgreSQL schema (:attr:`location`).
+    Create with :meth:`open`."""
 
     def __init__(
-        self,
-        path: Path,
-        conn: sqlite3.Connection,
-        owner: OwnerLock,
-        clock: Callable[[], datetime],
+        self, location: StateLocation, db: Database, clock: Callable[[], datetime]
     ) -> None:
-        self._path = path
-        self._conn: sqlite3.Connection | None = conn
-        self._owner = owner
+        self._location = location
+        self._db = db
         self._clock = clock
         self._lock = threading.Lock()
 
     @classmethod
     def open(
         cls,
-        path: Path,
+        location: StateLocation,
         *,
         timeout: float = 30.0,
         clock: Callable[[], datetime] = utc_now,
     ) -> StateStore:
-        """Open the state file at ``path``, creating it (and its schema) if absent.
+        """Open the state store at ``location``, creating it (and its schema) if absent:
+        a SQLite file (a path), or a schema in PostgreSQL (:class:`PostgresState`).
 
         ``timeout``: seconds a writer waits for other writers before giving up with
         StateStoreError. ``clock``: the source of record times (tests inject one).
         """
-        path = Path(path)
         require_utc(clock(), "the store's clock")
-        owner = OwnerLock(path)
-        try:
-            conn = connect(path, timeout)
-        except BaseException:
-            owner.release()
-            raise
-        return cls(path, conn, owner, clock)
+        if isinstance(location, PostgresState):
+            return cls(location, PostgresDatabase.open(location, timeout), clock)
+        path = Path(location)
+        return cls(path, SqliteDatabase.open(path, timeout), clock)
+
+    @property
+    def location(self) -> StateLocation:
+        """The SQLite file or the PostgreSQL schema this store was opened at."""
+        return self._location
 
     @property
     def path(self) -> Path:
-        return self._path
+        """The SQLite file (StateStoreError for a store in PostgreSQL)."""
+        if not isinstance(self._location, Path):
+            raise StateStoreError(
+                self._db.name, "it is in PostgreSQL, not in a file", "use .location instead"
+            )
+        return self._location
 
     def close(self) -> None:
-        """Close the file. Reservations still open are finished by a later recovery."""
+        """Close the store. Reservations still open are finished by a later recovery."""
         with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
-            self._owner.release()
+            self._db.close()
 
     def __enter__(self) -> Self:
         return self
@@ -141,12 +161,12 @@ class StateStore:
         if charge.is_zero():
             raise InvalidAmount("a reservation needs a cost greater than 0")
 
-        def work(conn: sqlite3.Connection) -> Reservation:
+        def work(conn: Connection) -> Reservation:
             current = analysts.budget_for(conn, attempt.analyst, budget, charge)
             if current is None:
                 raise UnknownAnalyst(attempt.analyst, [a.name for a in analysts.every(conn)])
             return ledger.reserve(
-                conn, attempt, charge, current, owner=self._owner.id, now=self._now()
+                conn, attempt, charge, current, owner=self._db.owner, now=self._now()
             )
 
         return self._run(work)
@@ -164,7 +184,7 @@ class StateStore:
         outcome = parse_decision(decision, CHARGED_DECISIONS, "a reservation's")
         _check_rows_and_duration(rows, duration_ms)
 
-        def work(conn: sqlite3.Connection) -> AuditRecord:
+        def work(conn: Connection) -> AuditRecord:
             found = ledger.find_open(conn, reservation.id)
             if not found:
                 raise ReservationError(
@@ -193,7 +213,7 @@ class StateStore:
         outcome = parse_decision(decision, REFUSAL_DECISIONS, "a refusal's")
         _check_rows_and_duration(None, duration_ms)
 
-        def work(conn: sqlite3.Connection) -> AuditRecord:
+        def work(conn: Connection) -> AuditRecord:
             remaining = self._remaining(conn, attempt.analyst, budget)
             new = audit.NewRecord(
                 attempt.started_at,
@@ -210,7 +230,7 @@ class StateStore:
             )
             return audit.append(conn, new, self._now())
 
-        return self._run(work)
+        return self._run(work, durable=False)
 
     def record_cached(
         self,
@@ -224,32 +244,58 @@ class StateStore:
         """Audit an attempt answered from the answer cache: nothing is charged (no new
         noise was drawn); ``reason`` says which earlier answer was reused. A removed analyst
         raises AnalystRemoved (records nothing), like a charge would."""
-        _check_rows_and_duration(rows, duration_ms)
+        entry = CachedAttempt(attempt, reason, rows, duration_ms, budget)
+        result = self.record_cached_many([entry])[0]
+        if isinstance(result, AnalystRemoved):
+            raise result
+        return result
 
-        def work(conn: sqlite3.Connection) -> AuditRecord:
-            stored = analysts.find(conn, attempt.analyst, self._now())
-            if stored is not None and stored.removed:
-                raise AnalystRemoved(attempt.analyst, Epsilon.zero())
-            remaining = self._remaining(conn, attempt.analyst, budget)
-            new = audit.NewRecord(
-                attempt.started_at,
-                attempt.analyst,
-                attempt.client_address,
-                attempt.sql,
-                Decision.CACHED,
-                reason,
-                Epsilon.zero(),
-                remaining,
-                rows,
-                duration_ms,
-                None,
-            )
-            return audit.append(conn, new, self._now())
+    def record_cached_many(
+        self, entries: Sequence[CachedAttempt]
+    ) -> list[AuditRecord | AnalystRemoved]:
+        """Audit several cached answers in order, in one transaction (one commit for all:
+        the server groups the records of concurrent sessions). Each entry gets its record,
+        or AnalystRemoved (and no record) if an admin removed its analyst."""
+        for entry in entries:
+            _check_rows_and_duration(entry.rows, entry.duration_ms)
 
-        return self._run(work)
+        def work(conn: Connection) -> list[AuditRecord | AnalystRemoved]:
+            now = self._now()
+            known: dict[str, StoredAnalyst | None] = {}
+            results: list[AuditRecord | AnalystRemoved] = []
+            for entry in entries:
+                attempt = entry.attempt
+                if attempt.analyst not in known:  # cached answers change no spending
+                    known[attempt.analyst] = analysts.find(conn, attempt.analyst, now)
+                stored = known[attempt.analyst]
+                if stored is not None and stored.removed:
+                    results.append(AnalystRemoved(attempt.analyst, Epsilon.zero()))
+                    continue
+                remaining = (
+                    stored.remaining
+                    if stored is not None
+                    else self._remaining(conn, attempt.analyst, entry.budget)
+                )
+                new = audit.NewRecord(
+                    attempt.started_at,
+                    attempt.analyst,
+                    attempt.client_address,
+                    attempt.sql,
+                    Decision.CACHED,
+                    entry.reason,
+                    Epsilon.zero(),
+                    remaining,
+                    entry.rows,
+                    entry.duration_ms,
+                    None,
+                )
+                results.append(audit.append(conn, new, self._now()))
+            return results
+
+        return self._run(work, durable=False)
 
     def _remaining(
-        self, conn: sqlite3.Connection, analyst: str, budget: AnalystBudget | None
+        self, conn: Connection, analyst: str, budget: AnalystBudget | None
     ) -> Epsilon | None:
         """What ``analyst`` has left in the current period: as stored, else from ``budget``
         (an analyst the store does not know); None for a removed analyst or no budget."""
@@ -266,7 +312,7 @@ class StateStore:
         """Make every running server forget its cached answers (e.g. after the data changed
         in PostgreSQL): the next identical query is charged and draws fresh noise."""
 
-        def work(conn: sqlite3.Connection) -> AuditRecord:
+        def work(conn: Connection) -> AuditRecord:
             conn.execute("UPDATE answer_cache_epoch SET epoch = epoch + 1")
             what = "answer cache cleared: repeated queries are charged again"
             return analysts.audit_global(conn, change, what, self._now())
@@ -281,13 +327,13 @@ class StateStore:
         recovered. Call at server start.
         """
 
-        def work(conn: sqlite3.Connection) -> int:
+        def work(conn: Connection) -> int:
             dead: set[str] = set()
             recovered = 0
             for stale in ledger.find_open(conn):
-                if stale.owner == self._owner.id:
+                if stale.owner == self._db.owner:
                     continue
-                if stale.owner not in dead and owner_is_alive(self._path, stale.owner):
+                if stale.owner not in dead and self._db.owner_is_alive(stale.owner):
                     continue
                 dead.add(stale.owner)
                 self._finish(
@@ -302,7 +348,8 @@ class StateStore:
             return recovered
 
         recovered = self._run(work)
-        sweep_dead_owners(self._path)
+        with self._lock:
+            self._db.forget_dead_owners()
         return recovered
 
     def spent(self, analyst: str) -> Epsilon:
@@ -314,7 +361,7 @@ class StateStore:
         """What ``analyst`` may still spend (never negative): under the stored budget, else
         under ``budget``; zero for an analyst removed or unknown."""
 
-        def work(conn: sqlite3.Connection) -> Epsilon:
+        def work(conn: Connection) -> Epsilon:
             stored = analysts.find(conn, analyst, self._now())
             if stored is not None:
                 return Epsilon.zero() if stored.removed else stored.remaining
@@ -389,7 +436,7 @@ class StateStore:
     ) -> AuditRecord:
         """Set (or remove, with None) the global cap; audited like any admin change."""
 
-        def work(conn: sqlite3.Connection) -> AuditRecord:
+        def work(conn: Connection) -> AuditRecord:
             ledger.set_global_budget(conn, budget)
             what = (
                 "global budget removed"
@@ -444,7 +491,7 @@ class StateStore:
 
     def _finish(
         self,
-        conn: sqlite3.Connection,
+        conn: Connection,
         stored: ledger.OpenReservation,
         *,
         decision: Decision,
@@ -466,26 +513,26 @@ class StateStore:
             duration_ms,
             stored.id,
             rho=stored.cost.rho,
+            delta=stored.cost.delta,
         )
         record = audit.append(conn, new, self._now())
         ledger.finish(conn, stored.id, record.id)
         return record
 
-    def _run(self, work: Callable[[sqlite3.Connection], T], *, write: bool = True) -> T:
-        with self._lock:
-            if self._conn is None:
-                raise StateStoreError(self._path, "this store was closed", "open it again")
-            with errors_named(self._path), transaction(self._conn, write=write):
-                try:
-                    return work(self._conn)
-                except (ValueError, TypeError, KeyError) as exc:
-                    if isinstance(exc, AccountantError):
-                        raise
-                    raise StateStoreError(
-                        self._path,
-                        f"it holds a value dpproxy cannot read ({exc})",
-                        "run `dpproxy audit verify`; restore the file from a backup if damaged",
-                    ) from exc
+    def _run(
+        self, work: Callable[[Connection], T], *, write: bool = True, durable: bool = True
+    ) -> T:
+        with self._lock, self._db.transaction(write=write, durable=durable) as conn:
+            try:
+                return work(conn)
+            except (ValueError, TypeError, KeyError) as exc:
+                if isinstance(exc, AccountantError):
+                    raise
+                raise StateStoreError(
+                    self._db.name,
+                    f"it holds a value dpproxy cannot read ({exc})",
+                    "run `dpproxy audit verify`; restore the file from a backup if damaged",
+                ) from exc
 
 
 def _check_rows_and_duration(rows: int | None, duration_ms: float | None) -> None:

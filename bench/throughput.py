@@ -3,7 +3,10 @@
 Starts `dpproxy serve` (DuckDB backend, and PostgreSQL backend when a server is reachable)
 on a small generated demo database, gives the analyst a huge budget, and runs bounded
 loops of one statement from 2 and 16 concurrent psycopg clients (separate processes, on
-loopback). Prints a table of queries per second.
+loopback). Prints a table of queries per second and, for dpproxy, the CPU time its server
+process spent per statement (Linux only): a figure that depends far less than q/s on what
+else the machine is doing. The DP query is the same every time, so after the first (charged)
+answer it is answered from the answer cache, each answer still audited.
 
     .venv/bin/python bench/throughput.py [--queries 4000] [--clients 2 16] [--pg-dsn DSN]
 
@@ -95,8 +98,20 @@ def write_config(directory: Path, backend: str) -> Path:
     return path
 
 
+def cpu_seconds(pid: int | None) -> float | None:
+    """User + system CPU time of process ``pid`` so far (None: unknown, e.g. not Linux)."""
+    if pid is None:
+        return None
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @contextmanager
-def dpproxy(config: Path) -> Iterator[int]:
+def dpproxy(config: Path) -> Iterator[tuple[int, int]]:
+    """Run ``dpproxy serve``; yields its port and process id."""
     process = subprocess.Popen(
         [sys.executable, "-m", "proxy.cli", "serve", "--config", str(config)],
         stdout=subprocess.PIPE,
@@ -113,7 +128,7 @@ def dpproxy(config: Path) -> Iterator[int]:
             if process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"dpproxy did not start (see {config})")
             line = process.stdout.readline()
-        yield int(line.strip().rsplit(":", 1)[1])
+        yield int(line.strip().rsplit(":", 1)[1]), process.pid
     finally:
         process.terminate()
         process.wait(15)
@@ -140,13 +155,19 @@ def main() -> None:
     )
     args = parser.parse_args()
     pg = reachable(args.pg_dsn)
-    rows: list[tuple[str, int, float, int]] = []
+    rows: list[tuple[str, int, float, int, float | None]] = []
 
-    def run(case: Case) -> None:
+    def run(case: Case, server: int | None = None) -> None:
         for clients in args.clients:
+            before = cpu_seconds(server)
             qps, errors = measure(case, clients, args.queries)
-            rows.append((case.name, clients, qps, errors))
-            print(f"  {case.name:<48} {clients:>3} clients {qps:>9,.0f} q/s", flush=True)
+            after = cpu_seconds(server)
+            # each client also runs one warm-up statement
+            statements = max(1, args.queries // clients) * clients + clients
+            cpu = None if before is None or after is None else (after - before) / statements
+            rows.append((case.name, clients, qps, errors, cpu))
+            shown = "" if cpu is None else f" {cpu * 1e6:>7,.0f} µs CPU/statement"
+            print(f"  {case.name:<48} {clients:>3} clients {qps:>9,.0f} q/s{shown}", flush=True)
 
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
@@ -158,25 +179,33 @@ def main() -> None:
             direct = args.pg_dsn + ("&" if "?" in args.pg_dsn else "?") + options
             run(Case("PostgreSQL direct: SELECT 1", args.pg_dsn, "SELECT 1"))
             run(Case("PostgreSQL direct: COUNT(*) ... WHERE (exact)", direct, DP_QUERY))
-        with dpproxy(write_config(directory, "")) as port:
+        with dpproxy(write_config(directory, "")) as (port, pid):
             dsn = f"postgresql://bench:{PASSWORD}@127.0.0.1:{port}/demo"
-            run(Case("dpproxy: SHOW dpproxy.epsilon (session)", dsn, "SHOW dpproxy.epsilon"))
-            run(Case("dpproxy: SET application_name (session)", dsn, "SET application_name = 'b'"))
-            run(Case("dpproxy: SELECT 1 (catalog, no data)", dsn, "SELECT 1"))
-            run(Case("dpproxy DuckDB: DP COUNT(*) ... WHERE", dsn, DP_QUERY))
+            show = Case("dpproxy: SHOW dpproxy.epsilon (session)", dsn, "SHOW dpproxy.epsilon")
+            run(show, pid)
+            set_name = "SET application_name = 'b'"
+            run(Case("dpproxy: SET application_name (session)", dsn, set_name), pid)
+            run(Case("dpproxy: SELECT 1 (catalog, no data)", dsn, "SELECT 1"), pid)
+            run(Case("dpproxy DuckDB: DP COUNT(*) ... WHERE (cached)", dsn, DP_QUERY), pid)
         if pg:
             backend = f'engine = "postgres"\ndsn = "{args.pg_dsn}"\nschema = "{SCHEMA}"\n#'
-            with dpproxy(write_config(directory, backend)) as port:
+            with dpproxy(write_config(directory, backend)) as (port, pid):
                 dsn = f"postgresql://bench:{PASSWORD}@127.0.0.1:{port}/demo"
-                run(Case("dpproxy PostgreSQL: DP COUNT(*) ... WHERE", dsn, DP_QUERY))
+                name = "dpproxy PostgreSQL: DP COUNT(*) ... WHERE (cached)"
+                run(Case(name, dsn, DP_QUERY), pid)
             with psycopg.connect(args.pg_dsn, autocommit=True) as conn:
                 conn.execute(f"DROP SCHEMA {SCHEMA} CASCADE")
 
-    print(f"\n{os.cpu_count()} CPUs; {args.queries} statements per row, split among the clients")
-    print(f"| {'statement':<48} | clients | q/s | errors |")
-    print(f"|{'-' * 50}|---:|---:|---:|")
-    for name, clients, qps, errors in rows:
-        print(f"| {name:<48} | {clients} | {qps:,.0f} | {errors} |")
+    load = ", load average " + " ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(
+        f"\n{os.cpu_count()} CPUs{load}; {args.queries} statements per row, split among the "
+        "clients; CPU: of the dpproxy server process, per statement"
+    )
+    print(f"| {'statement':<52} | clients | q/s | CPU µs | errors |")
+    print(f"|{'-' * 54}|---:|---:|---:|---:|")
+    for name, clients, qps, errors, cpu in rows:
+        shown = "" if cpu is None else f"{cpu * 1e6:,.0f}"
+        print(f"| {name:<52} | {clients} | {qps:,.0f} | {shown} | {errors} |")
 
 
 if __name__ == "__main__":

@@ -64,6 +64,7 @@ class CacheKey:
             query_plan.epsilon,
             query_plan.rho,
             *((type(m.mechanism).__name__, m.mechanism) for m in query_plan.measurements),
+            query_plan.selection,  # partition selection's noise and threshold, if any
         )
         return cls(analyst, query_plan.sql, query_plan.dialect, privacy)
 

@@ -1,9 +1,9 @@
 """The state store seen from the event loop: every call runs on one dedicated thread.
 
-SQLite calls block (and fsync); running them on a single worker thread keeps the event
-loop free and gives the store one connection that never crosses threads. Password lookups
-during a login (which the server makes synchronously) use a separate read-only
-connection, so they never wait behind a charge being written.
+State store calls block (and fsync, in SQLite or PostgreSQL); running them on a single
+worker thread keeps the event loop free and gives the store one connection that never
+crosses threads. Password lookups during a login (which the server makes synchronously)
+use a separate read-only connection, so they never wait behind a charge being written.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import TypeVar
 
 from accountant import (
@@ -23,19 +22,31 @@ from accountant import (
     Decision,
     Epsilon,
     Reservation,
+    StateLocation,
     StateReader,
     StateStore,
     StoredAnalyst,
 )
+from accountant.store import CachedAttempt
+from proxy.group_commit import GroupWriter
 
 T = TypeVar("T")
 
 
 class AsyncLedger:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, location: StateLocation) -> None:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dpproxy-ledger")
-        self._store: StateStore = self._executor.submit(StateStore.open, path).result()
-        self._reader = StateReader(path)
+        self._store: StateStore = self._executor.submit(StateStore.open, location).result()
+        try:
+            self._reader = StateReader(location)
+        except BaseException:
+            self._executor.submit(self._store.close).result()
+            self._executor.shutdown(wait=True)
+            raise
+        # The records of cached answers are frequent: concurrent sessions share commits.
+        self._cached: GroupWriter[CachedAttempt, AuditRecord] = GroupWriter(
+            self._executor, self._store.record_cached_many
+        )
 
     async def _call(self, work: Callable[[], T]) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._executor, work)
@@ -75,11 +86,9 @@ class AsyncLedger:
     async def cached(
         self, attempt: Attempt, reason: str, rows: int, duration_ms: float, budget: AnalystBudget
     ) -> AuditRecord:
-        return await self._call(
-            lambda: self._store.record_cached(
-                attempt, reason=reason, rows=rows, duration_ms=duration_ms, budget=budget
-            )
-        )
+        """Audit an answer from the answer cache (AnalystRemoved: nothing recorded)."""
+        entry = CachedAttempt(attempt, reason, rows, duration_ms, budget)
+        return await self._cached.write(entry)
 
     def answer_cache_epoch(self) -> int:
         """The admin's answer-cache epoch, from the read-only connection (never waits)."""

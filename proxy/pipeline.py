@@ -11,8 +11,10 @@ import logging
 import math
 import time
 from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from decimal import Decimal
+from typing import Generic, Literal, TypeVar
 
 from accountant import (
     AnalystBudget,
@@ -83,6 +85,31 @@ class PlanCache:
             self._plans.popitem(last=False)
 
 
+T = TypeVar("T")
+
+
+class PerPlan(Generic[T]):
+    """Values that depend only on a plan (and a small extra key), computed once per plan
+    object while it is among the ``size`` most recently computed. Plans from the PlanCache
+    come back as the same object, so a repeated query skips the work (describing its
+    columns in DuckDB, recomputing its privacy loss)."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        # id(plan) -> (the plan itself, which keeps the id from being reused; extra; value)
+        self._values: OrderedDict[int, tuple[Plan, Hashable, T]] = OrderedDict()
+
+    def get(self, query_plan: Plan, extra: Hashable, compute: Callable[[], T]) -> T:
+        found = self._values.get(id(query_plan))
+        if found is not None and found[0] is query_plan and found[1] == extra:
+            return found[2]
+        value = compute()
+        self._values[id(query_plan)] = (query_plan, extra, value)
+        if len(self._values) > self._size:
+            self._values.popitem(last=False)
+        return value
+
+
 @dataclass(frozen=True)
 class Asker:
     """Who is asking: the analyst, their budget, and where they connect from."""
@@ -101,6 +128,10 @@ class Pipeline:
     post: PostProcessor
     plans: PlanCache = field(default_factory=lambda: PlanCache(PLAN_CACHE_SIZE))
     answers: AnswerCache | None = None
+    costs: PerPlan[Cost] = field(default_factory=lambda: PerPlan(PLAN_CACHE_SIZE))
+    described: PerPlan[tuple[ColumnDescription, ...]] = field(
+        default_factory=lambda: PerPlan(PLAN_CACHE_SIZE)
+    )
 
     async def describe(
         self,
@@ -110,18 +141,27 @@ class Pipeline:
         *,
         mechanism: Mechanism = Mechanism.LAPLACE,
         report: Report = "notice",
+        delta: Decimal = Decimal(0),
     ) -> tuple[ColumnDescription, ...]:
         """The columns the query would return; plans it but runs and charges nothing."""
-        query_plan = await self._plan(asker, sql, epsilon, mechanism)
-        try:
-            described = self.post.describe(query_plan.released_columns, query_plan.post_sql)
-        except PostProcessError as error:
-            raise QueryError(INTERNAL_ERROR, f"cannot describe the query: {error}") from None
+        query_plan = await self._plan(asker, sql, epsilon, mechanism, delta)
+
+        def columns() -> tuple[ColumnDescription, ...]:
+            try:
+                described = self.post.describe(query_plan.released_columns, query_plan.post_sql)
+            except PostProcessError as error:
+                raise QueryError(INTERNAL_ERROR, f"cannot describe the query: {error}") from None
+            return described.columns
+
+        described = Answer(self.described.get(query_plan, None, columns), ())
         intervals = _intervals(query_plan, report)
         return with_intervals(described, intervals or ()).columns
 
-    async def _plan(self, asker: Asker, sql: str, epsilon: Epsilon, mechanism: Mechanism) -> Plan:
-        request = PlanRequest(float(epsilon), self.backend.dialect, mechanism.value)
+    async def _plan(
+        self, asker: Asker, sql: str, epsilon: Epsilon, mechanism: Mechanism, delta: Decimal
+    ) -> Plan:
+        # ``delta``: what partition selection may spend (GROUP BY keys found in the data).
+        request = PlanRequest(float(epsilon), self.backend.dialect, mechanism.value, float(delta))
         cached = self.plans.get(sql, request)
         if cached is not None:
             return cached
@@ -143,11 +183,14 @@ class Pipeline:
         *,
         mechanism: Mechanism = Mechanism.LAPLACE,
         report: Report = "notice",
+        delta: Decimal = Decimal(0),
     ) -> StatementResult:
         started = time.perf_counter()
         attempt = Attempt(analyst=asker.analyst, client_address=asker.address, sql=sql)
-        query_plan = await self._plan(asker, sql, epsilon, mechanism)
-        cost = charge_for(query_plan, epsilon)
+        query_plan = await self._plan(asker, sql, epsilon, mechanism, delta)
+        cost = self.costs.get(
+            query_plan, (epsilon, delta), lambda: charge_for(query_plan, epsilon, delta)
+        )
         key = CacheKey.of(asker.analyst, query_plan)
         version = None
         if self.answers is not None and self.answers.enabled:
@@ -244,6 +287,7 @@ class Pipeline:
             cost=cost,
             remaining=remaining,
             total=total,
+            delta_left=reservation.delta_remaining if cost.delta else None,
         )
         return replace(result, notices=result.notices + notes)
 
@@ -307,8 +351,9 @@ def _intervals(query_plan: Plan, report: Report) -> tuple[tuple[str, float | Non
     return interval_columns(query_plan.released_columns, query_plan.accuracy(), query_plan.post_sql)
 
 
-def charge_for(query_plan: Plan, epsilon: Epsilon) -> Cost:
-    """What the query is charged: its pure ε (Laplace) or ρ = ε²/2 rounded up (Gaussian).
+def charge_for(query_plan: Plan, epsilon: Epsilon, delta: Decimal = Decimal(0)) -> Cost:
+    """What the query is charged: its pure ε (Laplace) or ρ = ε²/2 rounded up (Gaussian),
+    and ``delta`` when it releases GROUP BY keys found in the data (partition selection).
     Fails closed if the plan's own privacy maps exceed the charge."""
     if query_plan.gaussian:
         rho = Rho.from_nano(laplace_rho_nano(epsilon))
@@ -319,6 +364,11 @@ def charge_for(query_plan: Plan, epsilon: Epsilon) -> Cost:
         cost = Cost.pure(epsilon)
     if not (math.isfinite(loss) and loss <= limit):
         raise QueryError(INTERNAL_ERROR, "internal error: the plan exceeds its privacy cost")
+    if query_plan.selection is not None:
+        spent = query_plan.privacy_loss_delta()
+        if not (math.isfinite(spent) and 0 < spent <= float(delta)):
+            raise QueryError(INTERNAL_ERROR, "internal error: the plan exceeds its δ")
+        cost = cost.with_delta(delta)
     return cost
 
 
@@ -335,11 +385,17 @@ def _result(
     cost: Cost,
     remaining: Epsilon,
     total: Epsilon,
+    delta_left: Decimal | None = None,
 ) -> StatementResult:
     notice = Notice(
         message=(
             f"dpproxy: this answer cost {cost}; {asker.analyst} has {remaining} left of {total}"
             + (f" (at δ={_delta(asker.budget)})" if query_plan.gaussian else "")
+            + (
+                f"; δ={format_delta(delta_left)} left for partition selection"
+                if delta_left is not None
+                else ""
+            )
         ),
         detail=_detail(query_plan, released),
     )
@@ -360,7 +416,14 @@ def _detail(query_plan: Plan, released: Release) -> str:
         elif accuracy.note:
             intervals.append(f"{accuracy.label}: {accuracy.note}")
     groups = ""
-    if query_plan.keys:
+    if query_plan.keys and query_plan.selection is not None:
+        groups = (
+            f" Each person counts in at most {query_plan.max_groups_per_unit} group(s). "
+            "The groups are keys found in the data: a group is released only if its noisy "
+            f"count of persons reaches {query_plan.selection.threshold} (partition selection); "
+            f"{len(released.rows)} group(s) are released."
+        )
+    elif query_plan.keys:
         groups = (
             f" Each person counts in at most {query_plan.max_groups_per_unit} group(s); "
             f"{len(released.rows)} group(s) from the public domain are released."

@@ -79,7 +79,7 @@ async def run(settings: Settings, on_ready: Callable[[int], None]) -> None:
         declared = await backend.schema_declared(settings.backend.schema_or_default)
         columns = column_types(declared)
         catalog = build_catalog(columns, settings.tables, schema=settings.backend.schema_or_default)
-        ledger = AsyncLedger(settings.state.path)
+        ledger = AsyncLedger(settings.state.location)
         recovered = ledger.recover_interrupted()
         if recovered:
             logger.warning("recorded %d interrupted queries as failed (charges stand)", recovered)

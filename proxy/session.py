@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from accountant import Epsilon, InvalidAmount, Mechanism, Rho
-from accountant.budget import format_delta
+from decimal import Decimal
+
+from accountant import AnalystBudget, Epsilon, InvalidAmount, Mechanism, Rho
+from accountant.budget import delta_units, format_delta, parse_delta
 from accountant.zcdp import laplace_rho_nano
 from proxy import __version__
 from proxy.backends import CancelToken
@@ -27,6 +29,11 @@ TEXT_OID = 25
 EPSILON_PARAMETER = "dpproxy.epsilon"
 BUDGET_PARAMETER = "dpproxy.budget"
 MECHANISM_PARAMETER = "dpproxy.mechanism"
+DELTA_PARAMETER = "dpproxy.delta"
+#: A query's δ for partition selection defaults to this fraction of the analyst's δ: a
+#: thousand such queries fit in the budget, and one tenth of the fraction would raise the
+#: threshold only by about 2.3 noise scales (it grows with ln(1/δ)).
+DEFAULT_DELTA_FRACTION = Decimal(1000)
 REPORT_PARAMETER = "dpproxy.report"
 REPORTS: tuple[Report, ...] = ("notice", "columns")
 
@@ -98,6 +105,7 @@ class AnalystSession:
         self._parameters["application_name"] = application_name
         self._epsilon: Epsilon = asker.budget.default_per_query
         self._mechanism: Mechanism = asker.budget.mechanism
+        self._delta: Decimal = default_query_delta(asker.budget)
         self._report_mode: Report = "notice"
         self._token: CancelToken | None = None
         self._savepoints: list[str] = []
@@ -137,6 +145,7 @@ class AnalystSession:
                     self._epsilon,
                     mechanism=self._mechanism,
                     report=self._report_mode,
+                    delta=self._delta,
                 )
         except QueryError:
             if self._status is TransactionStatus.IN_TRANSACTION:
@@ -201,6 +210,7 @@ class AnalystSession:
                 token,
                 mechanism=self._mechanism,
                 report=self._report_mode,
+                delta=self._delta,
             )
         finally:
             self._token = None
@@ -269,10 +279,15 @@ class AnalystSession:
             value = self._epsilon.plain
         elif name == MECHANISM_PARAMETER:
             value = self._mechanism.value
+        elif name == DELTA_PARAMETER:
+            value = format_delta(self._delta)
         elif name == REPORT_PARAMETER:
             value = self._report_mode
         elif name == "all":
-            dpproxy = {EPSILON_PARAMETER: self._epsilon.plain}
+            dpproxy = {
+                EPSILON_PARAMETER: self._epsilon.plain,
+                DELTA_PARAMETER: format_delta(self._delta),
+            }
             return show_all(
                 {**self._parameters, **dpproxy, MECHANISM_PARAMETER: self._mechanism.value}
             )
@@ -298,6 +313,13 @@ class AnalystSession:
                 f"{stored.remaining.plain} left of {stored.budget.total.plain} "
                 f"({stored.spent.plain} spent; next query costs {cost})"
             )
+            if stored.budget.delta > 0:
+                value += (
+                    f"; δ: {format_delta(stored.delta_spent)} spent by partition selection, "
+                    f"{format_delta(stored.delta_remaining)} left of "
+                    f"{format_delta(stored.budget.delta)} (a query grouping by keys found in "
+                    f"the data spends δ={format_delta(self._delta)})"
+                )
         column = ColumnDescription(BUDGET_PARAMETER, TEXT_OID)
         return StatementResult(tag="SHOW", columns=(column,), rows=((value,),))
 
@@ -306,6 +328,8 @@ class AnalystSession:
             self._epsilon = self._asker.budget.default_per_query
         if name in ("all", MECHANISM_PARAMETER):
             self._mechanism = self._asker.budget.mechanism
+        if name in ("all", DELTA_PARAMETER):
+            self._delta = default_query_delta(self._asker.budget)
         if name in ("all", REPORT_PARAMETER):
             self._report_mode = "notice"
         if name == "all":
@@ -313,7 +337,7 @@ class AnalystSession:
                 {k: v for k, v in DEFAULT_PARAMETERS.items() if k != "application_name"}
             )
             return StatementResult(tag="RESET")
-        if name in (EPSILON_PARAMETER, MECHANISM_PARAMETER, REPORT_PARAMETER):
+        if name in (EPSILON_PARAMETER, MECHANISM_PARAMETER, REPORT_PARAMETER, DELTA_PARAMETER):
             return StatementResult(tag="RESET")
         if name not in DEFAULT_PARAMETERS:
             raise _unknown(name)
@@ -328,6 +352,9 @@ class AnalystSession:
             return StatementResult(tag="SET")
         if name == MECHANISM_PARAMETER:
             self._mechanism = self._parse_mechanism(value)
+            return StatementResult(tag="SET")
+        if name == DELTA_PARAMETER:
+            self._delta = self._parse_delta(value)
             return StatementResult(tag="SET")
         if name == REPORT_PARAMETER:
             self._report_mode = self._parse_report(value)
@@ -383,6 +410,42 @@ class AnalystSession:
             )
         return mechanism
 
+    def _parse_delta(self, value: str | None) -> Decimal:
+        """The δ a query may spend on partition selection: 0 (keys found in the data are
+        refused), or from 1e-15 up to the analyst's δ (what remains is checked per query)."""
+        budget = self._asker.budget
+        if value is None:
+            return default_query_delta(budget)
+        try:
+            delta = parse_delta(value)
+        except InvalidAmount:
+            raise QueryError(
+                INVALID_PARAMETER_VALUE,
+                f'invalid value for {DELTA_PARAMETER}: "{value}"',
+                hint=f"use 0 or a small number, e.g. SET {DELTA_PARAMETER} = 1e-9",
+            ) from None
+        if delta > budget.delta:
+            if budget.delta == 0:
+                raise QueryError(
+                    INVALID_PARAMETER_VALUE,
+                    f"{DELTA_PARAMETER} must be 0: this analyst's budget has δ = 0 (pure ε)",
+                    hint="declare public domains for GROUP BY keys, or ask an admin for a δ",
+                )
+            raise QueryError(
+                INVALID_PARAMETER_VALUE,
+                f"{DELTA_PARAMETER} = {value} is above this analyst's δ "
+                f"({format_delta(budget.delta)})",
+                hint=f"use at most {format_delta(budget.delta)}; SHOW {BUDGET_PARAMETER} "
+                "shows the δ left",
+            )
+        if delta and delta_units(delta) != delta.scaleb(15):
+            raise QueryError(
+                INVALID_PARAMETER_VALUE,
+                f"{DELTA_PARAMETER} = {value} is finer than 1e-15, the unit δ is accounted in",
+                hint=f"use 0 or a value such as 1e-9, e.g. SET {DELTA_PARAMETER} = 1e-9",
+            )
+        return delta
+
     def _parse_epsilon(self, value: str | None) -> Epsilon:
         budget = self._asker.budget
         if value is None:
@@ -421,7 +484,14 @@ def _unknown(name: str) -> QueryError:
     hint = None
     if name.startswith("dpproxy."):
         hint = (
-            f"dpproxy's settings: {EPSILON_PARAMETER}, {MECHANISM_PARAMETER}, "
+            f"dpproxy's settings: {EPSILON_PARAMETER}, {DELTA_PARAMETER}, {MECHANISM_PARAMETER}, "
             f"{REPORT_PARAMETER}, {BUDGET_PARAMETER} (SHOW only)"
         )
     return QueryError(UNDEFINED_OBJECT, f'unrecognized configuration parameter "{name}"', hint=hint)
+
+
+def default_query_delta(budget: AnalystBudget) -> Decimal:
+    """The δ a query may spend on partition selection unless the session sets one: a
+    thousandth of the analyst's δ (0 for a pure-ε analyst), rounded down to 1e-15."""
+    share = budget.delta / DEFAULT_DELTA_FRACTION
+    return share.quantize(Decimal("1e-15"), rounding="ROUND_FLOOR")

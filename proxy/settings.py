@@ -22,7 +22,9 @@ from pydantic import (
     model_validator,
 )
 
-from accountant import AnalystBudget, Epsilon, Mechanism, Period
+from accountant import AnalystBudget, Epsilon, Mechanism, Period, PostgresState
+from accountant.postgres import DEFAULT_SCHEMA as DEFAULT_STATE_SCHEMA
+from accountant.postgres import check_dsn, check_schema_name
 from proxy.protocol.scram import InvalidVerifier, parse_verifier
 from rewriter.policy import TablePolicy
 
@@ -109,12 +111,61 @@ class BackendSettings(BaseModel):
 
 
 class StateSettings(BaseModel):
+    """Where the state store lives: a SQLite file (``path``), or a PostgreSQL schema
+    (``dsn`` and ``schema``) that several dpproxy servers share."""
+
     model_config = ConfigDict(extra="forbid")
 
     path: Path = Field(
         default=Path("dpproxy-state.sqlite"),
-        description="SQLite file holding budgets spent and the audit log.",
+        description="SQLite file holding budgets spent and the audit log (when dsn is not set).",
     )
+    dsn: str | None = Field(
+        default=None,
+        description=(
+            "PostgreSQL URL (postgresql://user@host:5432/db) of a state store shared by"
+            " several dpproxy servers; replaces path."
+        ),
+    )
+    schema_name: str = Field(
+        default=DEFAULT_STATE_SCHEMA,
+        alias="schema",
+        description="Schema holding the state tables in that database (created on first use).",
+    )
+
+    @field_validator("dsn")
+    @classmethod
+    def _check_dsn(cls, value: str | None) -> str | None:
+        if value is not None:
+            check_dsn(value)
+        return value
+
+    @field_validator("schema_name")
+    @classmethod
+    def _check_schema(cls, value: str) -> str:
+        check_schema_name(value)
+        return value
+
+    @model_validator(mode="after")
+    def _check_choice(self) -> Self:
+        if self.dsn is not None and "path" in self.model_fields_set:
+            raise ValueError(
+                "set either path (a SQLite file) or dsn (a PostgreSQL server), not both"
+            )
+        if self.dsn is None and "schema_name" in self.model_fields_set:
+            raise ValueError("schema applies only to a PostgreSQL state store: set dsn too")
+        return self
+
+    @property
+    def location(self) -> Path | PostgresState:
+        """What ``StateStore.open`` takes: the file, or the PostgreSQL schema."""
+        if self.dsn is not None:
+            return PostgresState(self.dsn, self.schema_name)
+        return self.path
+
+    def describe(self) -> str:
+        """For messages: the file, or the server and schema (never a password)."""
+        return str(self.location)
 
 
 class AnalystSettings(BaseModel):

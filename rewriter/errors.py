@@ -4,8 +4,10 @@ from __future__ import annotations
 
 SUPPORTED_FORMS = (
     "dpproxy answers SELECT <COUNT(*), COUNT(expr), COUNT(DISTINCT <privacy unit>), "
-    "SUM(expr), AVG(expr), arithmetic over them> FROM <protected table> [WHERE ...] "
-    "[GROUP BY <keys with a public domain>] [HAVING ...] [ORDER BY ...] [LIMIT n]; "
+    "SUM(expr), AVG(expr), MEDIAN(expr), PERCENTILE_CONT(p) WITHIN GROUP (ORDER BY expr), "
+    "arithmetic over them> FROM <protected table> [WHERE ...] "
+    "[GROUP BY <keys with a public domain, or from the data with δ > 0>] [HAVING ...] "
+    "[ORDER BY ...] [LIMIT n]; "
     "see docs/sql.md"
 )
 

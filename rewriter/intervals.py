@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from rewriter.errors import Rejected
+from rewriter.underflow import check_underflow
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,16 @@ def interval_of(node: exp.Expr, column_bounds: ColumnBounds) -> Interval:
             "the expression inside the aggregate can exceed ±2^52",
             hint="declare tighter column bounds",
         )
+
+    def column(c: exp.Column) -> tuple[float, float, bool]:
+        declared = column_bounds(c)
+        return declared.lower, declared.upper, declared.integer
+
+    def magnitude(part: exp.Expr) -> float:
+        inner = _interval(part, column_bounds)
+        return max(abs(inner.lower), abs(inner.upper))
+
+    check_underflow(node, column, magnitude)
     return found
 
 

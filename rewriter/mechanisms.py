@@ -13,12 +13,15 @@ each, and the release is ``rho()``-zCDP (zCDP composes additively over the group
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from statistics import NormalDist
 from typing import Any, Protocol
 
 import opendp.prelude as dp
+
+from rewriter.quantile_selection import noisy_min_measurement
 
 dp.enable_features("contrib")
 
@@ -29,6 +32,10 @@ class NoiseSource(Protocol):
     def discrete_laplace(self, scale: float) -> int: ...
 
     def discrete_gaussian(self, scale: float) -> int: ...
+
+    def noisy_min(self, scores: Sequence[int], scale: float, gumbel: bool) -> int:
+        """The index of the lowest score after noise (``rewriter.quantile_selection``)."""
+        ...
 
 
 @lru_cache(maxsize=256)
@@ -49,6 +56,9 @@ class OpenDPNoise:
 
     def discrete_gaussian(self, scale: float) -> int:
         return _integer(_gaussian_measurement(scale)(0))
+
+    def noisy_min(self, scores: Sequence[int], scale: float, gumbel: bool) -> int:
+        return _integer(noisy_min_measurement(scale, gumbel)(list(scores)))
 
 
 def _integer(noise: object) -> int:

@@ -4,6 +4,10 @@ A Plan is a pure value made by ``rewriter.planner.plan``. The proxy runs ``plan.
 the backend, which returns one row per group present (the keys, then one exact integer per
 measurement), calls :meth:`Plan.release` with those rows and a noise source, and finally
 runs ``plan.post_sql`` over the released relation (post-processing).
+
+With GROUP BY keys found in the data (``selection`` set), each row ends with one more
+integer, the group's count of privacy units, and only the groups that pass partition
+selection (``rewriter.partition_selection``) are released, in the order of their keys.
 """
 
 from __future__ import annotations
@@ -15,15 +19,17 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from rewriter.mechanisms import DiscreteGaussian, DiscreteLaplace, NoiseSource
+from rewriter.partition_selection import PartitionSelection
 from rewriter.passes.aggregates import Aggregate
 from rewriter.passes.group_keys import DomainValue, GroupKey, domain_cells
 from rewriter.passes.measurements import MeasurementSpec, OutputSpec
+from rewriter.quantile_selection import QuantileSelection
 
 
 @dataclass(frozen=True)
 class Measurement:
     spec: MeasurementSpec
-    mechanism: DiscreteLaplace | DiscreteGaussian
+    mechanism: DiscreteLaplace | DiscreteGaussian | QuantileSelection
     epsilon: float  # the share of the query's epsilon this measurement spends (Laplace)
     rho: float = 0.0  # the share of the query's rho (Gaussian)
 
@@ -68,26 +74,33 @@ class Plan:
     max_rows_per_unit: int
     max_groups_per_unit: int  # groups one unit can affect (1 without GROUP BY)
     rho: float = 0.0  # what the query costs in zCDP ρ (Gaussian; ρ adds up)
+    #: GROUP BY keys from the data: which groups are released (its ε or ρ is one share of
+    #: the query's, its δ all of the query's δ); None when every key has a public domain.
+    selection: PartitionSelection | None = None
 
     @property
     def gaussian(self) -> bool:
         return self.rho > 0
+
+    def privacy_loss_delta(self) -> float:
+        """The δ of partition selection (0 without it)."""
+        return 0.0 if self.selection is None else self.selection.delta()
 
     def privacy_loss(self) -> float:
         """The sum of the Laplace measurements' maps (pure ε): never more than ``epsilon``."""
         return sum(
             m.mechanism.epsilon()
             for m in self.measurements
-            if isinstance(m.mechanism, DiscreteLaplace)
-        )
+            if isinstance(m.mechanism, DiscreteLaplace | QuantileSelection)
+        ) + (0.0 if self.selection is None else self.selection.epsilon())
 
     def privacy_loss_rho(self) -> float:
         """The sum of the Gaussian measurements' maps (ρ): never more than ``rho``."""
         return sum(
             m.mechanism.rho()
             for m in self.measurements
-            if isinstance(m.mechanism, DiscreteGaussian)
-        )
+            if isinstance(m.mechanism, DiscreteGaussian | QuantileSelection)
+        ) + (0.0 if self.selection is None else self.selection.rho())
 
     @property
     def released_columns(self) -> tuple[tuple[str, str], ...]:
@@ -95,26 +108,40 @@ class Plan:
         return keys + tuple((o.name, _output_type(o, self)) for o in self.outputs)
 
     def release(self, exact_rows: Sequence[Sequence[object]], noise: NoiseSource) -> Release:
-        width = len(self.keys) + len(self.measurements)
-        exact: dict[tuple[object, ...], list[int]] = {}
+        measured = len(self.keys) + len(self.measurements)
+        width = measured + (self.selection is not None)
+        exact: dict[tuple[object, ...], list[Total]] = {}
+        units: dict[tuple[object, ...], tuple[int, Sequence[object]]] = {}
         for row in exact_rows:
             if len(row) != width:
                 raise ReleaseError(f"expected {width} values per row, got {len(row)}")
             cell = tuple(_canonical(v) for v in row[: len(self.keys)])
-            totals = [_as_int(v) for v in row[len(self.keys) :]]
+            totals = [
+                _as_total(v, m)
+                for v, m in zip(row[len(self.keys) : measured], self.measurements, strict=True)
+            ]
+            if self.selection is not None:
+                # Merged keys keep the larger unit count: one unit still counts at most 1.
+                count, keys = units.get(cell, (0, row[: len(self.keys)]))
+                units[cell] = (max(count, _as_int(row[measured])), keys)
             earlier = exact.get(cell)
             if earlier is not None:
                 # Keys that differ in the database but not in the domain (-0.0 and 0.0):
                 # one released group. Adding the totals keeps each unit's contribution
                 # within its bound (a unit's groups are counted by max_groups_per_unit).
-                totals = [a + b for a, b in zip(earlier, totals, strict=True)]
+                totals = [_add(a, b) for a, b in zip(earlier, totals, strict=True)]
             exact[cell] = totals
         released = []
-        zeros = [0] * len(self.measurements)
-        for cell in domain_cells(self.keys):
-            totals = exact.pop(tuple(_canonical(v) for v in cell), zeros)
+        zeros = [_as_total(None, m) for m in self.measurements]
+        if self.selection is None:
+            cells = [(tuple(_canonical(v) for v in c), c) for c in domain_cells(self.keys)]
+        else:
+            cells = self._selected(self.selection, units, noise)
+            exact = {cell: exact[cell] for cell, _ in cells}
+        for lookup, cell in cells:
+            totals = exact.pop(lookup, zeros)
             noisy = {
-                m.spec.key: m.mechanism.release(_as_int(raw), noise)
+                m.spec.key: _release(m, raw, noise)
                 for m, raw in zip(self.measurements, totals, strict=True)
             }
             released.append((*cell, *(self._value(o, noisy) for o in self.outputs)))
@@ -122,6 +149,22 @@ class Plan:
             raise ReleaseError("the backend returned a group outside the public domain")
         rows = tuple(released)
         return Release(self.released_columns, rows, self.accuracy(), self.clamp_warnings(rows))
+
+    def _selected(
+        self,
+        selection: PartitionSelection,
+        units: dict[tuple[object, ...], tuple[int, Sequence[object]]],
+        noise: NoiseSource,
+    ) -> list[tuple[tuple[object, ...], tuple[DomainValue, ...]]]:
+        """The groups whose noisy unit count passes the threshold, in the order of their
+        keys (not the database's): (lookup key, released key values)."""
+        chosen = []
+        for cell in sorted(units, key=_order):
+            count, raw = units[cell]
+            if selection.keep(count, noise):
+                values = tuple(_released_key(v, k) for v, k in zip(raw, self.keys, strict=True))
+                chosen.append((cell, values))
+        return chosen
 
     def clamp_warnings(self, rows: Sequence[Sequence[ReleasedValue]]) -> tuple[str, ...]:
         """Averages released within CLAMP_MARGIN of the range from a declared bound.
@@ -160,6 +203,11 @@ class Plan:
             Aggregate.COUNT_UNITS,
         ):
             return max(0, noisy[output.numerator])  # post-processing: counts are not negative
+        if output.aggregate is Aggregate.QUANTILE:
+            bins = self._measurement(output.numerator).spec.bins
+            if bins is None:
+                raise ReleaseError(f"measurement {output.numerator} has no bins")
+            return bins.midpoint(noisy[output.numerator])  # the selected bin's midpoint
         grid = self._measurement(output.numerator).spec.grid
         if grid is None:
             raise ReleaseError(f"measurement {output.numerator} has no grid")
@@ -202,6 +250,9 @@ class Plan:
         result = []
         for output in self.outputs:
             measured = self._measurement(output.numerator)
+            if isinstance(measured.mechanism, QuantileSelection):
+                result.append(Accuracy(output.label, None, _quantile_note(measured)))
+                continue
             width = float(measured.mechanism.half_width())
             if output.aggregate is Aggregate.AVG:
                 result.append(Accuracy(output.label, None, "noisy sum / noisy count"))
@@ -221,6 +272,86 @@ def _output_type(output: OutputSpec, plan: Plan) -> str:
     if output.aggregate is Aggregate.SUM and grid is not None and grid.step == 1.0:
         return "BIGINT"
     return "DOUBLE"
+
+
+Total = int | tuple[int, ...]  # one exact total, or the counts per bin of a quantile
+
+
+def _as_total(raw: object, measurement: Measurement) -> Total:
+    """A measurement's exact value from the backend (None: a group with no rows)."""
+    bins = measurement.spec.bins
+    if bins is None:
+        return _as_int(raw)
+    if raw is None:
+        return (0,) * bins.count
+    if not isinstance(raw, list | tuple) or len(raw) != bins.count:
+        raise ReleaseError(f"expected {bins.count} counts per bin, got {raw!r}")
+    counts = tuple(_as_int(v) for v in raw)
+    if any(c < 0 for c in counts):
+        raise ReleaseError("a count per bin is negative")
+    return counts
+
+
+def _add(a: Total, b: Total) -> Total:
+    if isinstance(a, int) and isinstance(b, int):
+        return a + b
+    if isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b):
+        return tuple(x + y for x, y in zip(a, b, strict=True))
+    raise ReleaseError("totals of different shapes")
+
+
+def _release(measurement: Measurement, total: Total, noise: NoiseSource) -> int:
+    """The noisy total, or for a quantile the index of the selected bin."""
+    mechanism = measurement.mechanism
+    if isinstance(mechanism, QuantileSelection):
+        if not isinstance(total, tuple):
+            raise ReleaseError("a quantile needs counts per bin")
+        try:
+            return mechanism.release(total, noise)
+        except ValueError as error:
+            raise ReleaseError(str(error)) from None
+    if isinstance(total, tuple):
+        raise ReleaseError("expected one total, got counts per bin")
+    return mechanism.release(total, noise)
+
+
+def _quantile_note(measured: Measurement) -> str:
+    bins = measured.spec.bins
+    if bins is None:
+        raise ReleaseError("a quantile measurement has no bins")
+    low, high = bins.lower, bins.lower + bins.count * bins.width
+    if bins.width == 1.0 and (low + 0.5).is_integer():
+        chosen = f"one of the {bins.count} integers from {low + 0.5:g} to {high - 0.5:g}"
+    else:
+        chosen = (
+            f"the midpoint of one of {bins.count} bins of width {bins.width:g} "
+            f"over [{low:g}, {high:g}]"
+        )
+    return f"{chosen}, selected by the exponential mechanism (no closed-form interval)"
+
+
+def _order(cell: tuple[object, ...]) -> tuple[tuple[bool, str, object], ...]:
+    """A sort key for canonical cells: NULL last, then by type and value."""
+    return tuple((v is None, type(v).__name__, 0 if v is None else v) for v in cell)
+
+
+def _released_key(value: object, key: GroupKey) -> DomainValue:
+    """A key value from the data, as released (in the form of the key's released type)."""
+    if value is None:
+        return None
+    if key.sql_type == "BOOLEAN" and isinstance(value, bool):
+        return value
+    if key.sql_type in ("BIGINT", "DOUBLE") and isinstance(value, int | float | Decimal):
+        if key.sql_type == "BIGINT" and isinstance(value, int) and not isinstance(value, bool):
+            return value
+        return float(value)  # NaN and ±infinity stay as they are
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(dt.UTC).replace(tzinfo=None)
+        return value.isoformat(sep=" ")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return str(value)
 
 
 def _canonical(value: object) -> object:

@@ -13,25 +13,30 @@ from rewriter.catalog import Catalog
 from rewriter.errors import Rejected
 from rewriter.mechanisms import DiscreteGaussian, DiscreteLaplace
 from rewriter.parse import parse_statement
+from rewriter.partition_selection import PartitionSelection
 from rewriter.passes.aggregates import find_aggregates
 from rewriter.passes.bound_per_unit import bounded_query
 from rewriter.passes.check_joins import check_joins
 from rewriter.passes.check_predicate import check_predicate
 from rewriter.passes.check_shape import check_shape
-from rewriter.passes.group_keys import domain_cells, group_keys
-from rewriter.passes.measurements import MeasurementSpec, plan_measurements
+from rewriter.passes.group_keys import domain_cells, from_data, group_keys
+from rewriter.passes.measurements import MeasureKind, MeasurementSpec, plan_measurements
 from rewriter.passes.post_process import post_query
 from rewriter.passes.subqueries import expand_subqueries
+from rewriter.passes.where_subqueries import WhereSubqueries
 from rewriter.plan import Measurement, Plan
+from rewriter.quantile_selection import QuantileSelection
 
 Dialect = Literal["duckdb", "postgres"]
 
 PASSES = (
     "subqueries: CTEs and FROM subqueries inlined (row-level) or made per-person tables",
     "check_shape: one SELECT over one protected table",
-    "check_predicate: WHERE is a row-level predicate over allowed expressions",
+    "check_predicate: WHERE is a row-level predicate over allowed expressions; subqueries"
+    " in it are public or matched on the person (where_subqueries)",
     "check_joins: protected tables joined along the privacy unit; per-person row bounds",
-    "group_keys: GROUP BY keys and their public domains",
+    "group_keys: GROUP BY keys and their public domains (or, with δ > 0, keys from the data,"
+    " released through partition selection)",
     "aggregates: the aggregates, and the post-processing expressions over them",
     "measurements: integer measurements with per-unit bounds (fixed-point grid for reals)",
     "bound_per_unit: per-unit partials, at most max_groups_per_unit groups per unit, clamped,"
@@ -46,11 +51,14 @@ NoiseKind = Literal["laplace", "gaussian"]
 @dataclass(frozen=True)
 class PlanRequest:
     """``epsilon``: the query's ε. With ``mechanism="gaussian"`` the query spends
-    ρ = ε²/2 (the zCDP cost of a pure ε query, so noise of about the same size)."""
+    ρ = ε²/2 (the zCDP cost of a pure ε query, so noise of about the same size).
+    ``delta``: the δ the query may spend on partition selection (releasing GROUP BY keys
+    found in the data); 0 refuses keys without a public domain."""
 
     epsilon: float
     dialect: Dialect = "duckdb"
     mechanism: NoiseKind = "laplace"
+    delta: float = 0.0
 
 
 def plan(sql: str, catalog: Catalog, request: PlanRequest) -> Plan:
@@ -59,6 +67,12 @@ def plan(sql: str, catalog: Catalog, request: PlanRequest) -> Plan:
             f"epsilon must be a positive number, got {request.epsilon}",
             sqlstate="22023",
             hint="SET dpproxy.epsilon = 0.5",
+        )
+    if not (math.isfinite(request.delta) and 0 <= request.delta < 1):
+        raise Rejected(
+            f"delta must be a number from 0 to below 1, got {request.delta}",
+            sqlstate="22023",
+            hint="SET dpproxy.delta = 1e-9",
         )
     try:
         return _plan(sql, catalog, request)
@@ -73,19 +87,26 @@ def _plan(sql: str, catalog: Catalog, request: PlanRequest) -> Plan:
     shape = check_shape(tree, catalog)
     where = None
     if shape.where is not None:
-        where = check_predicate(shape.where, shape.scope)
+        where = check_predicate(
+            shape.where, shape.scope, subqueries=WhereSubqueries(catalog, expand_subqueries)
+        )
     joins = check_joins(shape)
-    keys = group_keys(shape)
+    keys = group_keys(shape, data_keys=request.delta > 0)
     aggregates, post = find_aggregates(shape, keys)
     specs, outputs = plan_measurements(aggregates, joins.max_rows_per_unit)
-    groups = min(joins.max_groups_per_unit, len(domain_cells(keys))) if keys else 1
-    measurements = _measure(specs, groups, request)
+    selected = from_data(keys)  # partition selection: one more share of the budget
+    shares = len(specs) + selected
+    if selected:
+        groups = joins.max_groups_per_unit
+    else:
+        groups = min(joins.max_groups_per_unit, len(domain_cells(keys))) if keys else 1
+    measurements = _measure(specs, groups, request, shares)
     query = bounded_query(
         shape.scope,
         joins,
         where=where,
         keys=keys,
-        measurements=specs,
+        measurements=specs + ((SELECTION_UNITS,) if selected else ()),
         max_groups=joins.max_groups_per_unit,
     )
     return Plan(
@@ -100,22 +121,42 @@ def _plan(sql: str, catalog: Catalog, request: PlanRequest) -> Plan:
         rho=request.epsilon**2 / 2 if request.mechanism == "gaussian" else 0.0,
         max_rows_per_unit=joins.max_rows_per_unit,
         max_groups_per_unit=groups,
+        selection=_select_partitions(groups, request, shares) if selected else None,
     )
 
 
 def _measure(
-    specs: tuple[MeasurementSpec, ...], groups: int, request: PlanRequest
+    specs: tuple[MeasurementSpec, ...], groups: int, request: PlanRequest, shares: int
 ) -> tuple[Measurement, ...]:
-    """Split the query's ε (Laplace: L1 over the groups) or ρ (Gaussian) equally."""
+    """Split the query's ε (Laplace: L1 over the groups) or ρ (Gaussian) equally in
+    ``shares`` (one per measurement, one more for partition selection)."""
     if request.mechanism == "gaussian":
         # A hair below the equal share, so the float sum of the maps never exceeds ρ.
-        rho = request.epsilon**2 / 2 / len(specs) * (1 - 1e-12)
+        rho = request.epsilon**2 / 2 / shares * (1 - 1e-12)
         return tuple(
-            Measurement(s, DiscreteGaussian.for_rho(s.unit_bound, rho, groups), 0.0, rho)
+            Measurement(s, QuantileSelection.for_rho(s.alpha, s.unit_upper, rho, groups), 0.0, rho)
+            if s.alpha is not None
+            else Measurement(s, DiscreteGaussian.for_rho(s.unit_bound, rho, groups), 0.0, rho)
             for s in specs
         )
-    share = request.epsilon / len(specs)
+    share = request.epsilon / shares
     return tuple(
-        Measurement(s, DiscreteLaplace.for_epsilon(groups * s.unit_bound, share), share)
+        Measurement(s, QuantileSelection.for_epsilon(s.alpha, s.unit_upper, share, groups), share)
+        if s.alpha is not None
+        else Measurement(s, DiscreteLaplace.for_epsilon(groups * s.unit_bound, share), share)
         for s in specs
     )
+
+
+#: Partition selection's measurement: 1 for each privacy unit in the group (after each unit
+#: keeps at most max_groups_per_unit groups). Its column follows the plan's measurements.
+SELECTION_UNITS = MeasurementSpec("units", MeasureKind.UNITS, None, None, None, None, 0, 1)
+
+
+def _select_partitions(groups: int, request: PlanRequest, shares: int) -> PartitionSelection:
+    """Partition selection with one equal share of the query's ε (or ρ) and all of its δ:
+    a threshold on the noisy unit count (``rewriter.partition_selection``)."""
+    if request.mechanism == "gaussian":
+        rho = request.epsilon**2 / 2 / shares * (1 - 1e-12)
+        return PartitionSelection.gaussian(groups, rho, request.delta)
+    return PartitionSelection.laplace(groups, request.epsilon / shares * (1 - 1e-12), request.delta)

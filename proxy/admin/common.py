@@ -9,6 +9,7 @@ import json
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from accountant import AdminChange, StateStore
@@ -26,10 +27,12 @@ class CommandError(Exception):
 def open_store(settings: Settings, command: str, *, seed_config: bool = True) -> StateStore:
     """Open (creating if needed) the state store and, unless ``seed_config`` is False (for
     read-only reviews), seed it from the configuration's [analysts]."""
-    path = settings.state.path
-    if not path.parent.is_dir():
-        raise CommandError(f"{path}: its directory does not exist; create it or fix [state] path")
-    store = StateStore.open(path)
+    location = settings.state.location
+    if isinstance(location, Path) and not location.parent.is_dir():
+        raise CommandError(
+            f"{location}: its directory does not exist; create it or fix [state] path"
+        )
+    store = StateStore.open(location)
     if not seed_config:
         return store
     try:

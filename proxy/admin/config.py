@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from accountant import StateStore
+from accountant import StateStore, StateStoreError
 from proxy.admin.seed import differences
 from proxy.settings import Settings, config_path, load_settings
 
@@ -48,7 +48,7 @@ def _summary(settings: Settings) -> list[str]:
     return [
         f"server: {settings.server.host}:{settings.server.port}",
         f"backend: {backend.engine} {where}, schema {backend.schema_or_default}",
-        f"state store: {settings.state.path}",
+        f"state store: {settings.state.describe()}",
         f"analysts seeded from this file: {', '.join(sorted(settings.analysts)) or 'none'}",
         f"protected tables: {', '.join(protected) or 'none'}",
         f"public tables: {', '.join(public) or 'none'}",
@@ -60,12 +60,21 @@ def _warnings(settings: Settings) -> list[str]:
     backend = settings.backend
     if backend.engine == "duckdb" and backend.path is not None and not backend.path.exists():
         notes.append(f"[backend] path {backend.path} does not exist yet")
-    state = settings.state.path
-    if not state.parent.is_dir():
-        notes.append(f"[state] path: directory {state.parent} does not exist")
-    elif state.exists():
-        with StateStore.open(state) as store:
-            notes += differences(settings, store.analysts())
-    if not settings.analysts and not state.exists():
+    location = settings.state.location
+    stored = None
+    if not isinstance(location, Path):
+        try:  # (creates the schema if it is not there yet, as the server would)
+            with StateStore.open(location, timeout=5) as store:
+                stored = store.analysts(include_removed=True)
+        except StateStoreError as error:
+            notes.append(f"[state] dsn: {error}")
+    elif not location.parent.is_dir():
+        notes.append(f"[state] path: directory {location.parent} does not exist")
+    elif location.exists():
+        with StateStore.open(location) as store:
+            stored = store.analysts(include_removed=True)
+    if stored is not None:
+        notes += differences(settings, [a for a in stored if not a.removed])
+    if not settings.analysts and not stored:
         notes.append("no analysts: add [analysts.NAME] or run `dpproxy analyst add NAME`")
     return notes

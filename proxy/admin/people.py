@@ -38,7 +38,16 @@ _FLAGS = {
     "delta": "--delta",
     "mechanism": "--mechanism",
 }
-_BUDGET_KEYS = ("analyst", "total", "spent", "remaining", "per_query_default", "per_query_max")
+_BUDGET_KEYS = (
+    "analyst",
+    "total",
+    "spent",
+    "remaining",
+    "per_query_default",
+    "per_query_max",
+    "delta",
+    "delta_spent",
+)
 BUDGET_COLUMNS = (
     ("analyst", "analyst"),
     ("total", "ε total"),
@@ -46,6 +55,8 @@ BUDGET_COLUMNS = (
     ("remaining", "ε left"),
     ("per_query_default", "ε per query"),
     ("per_query_max", "max per query"),
+    ("delta", "δ"),
+    ("delta_spent", "δ spent (partition selection)"),
 )
 
 

@@ -54,7 +54,7 @@ def report(settings: Settings, args: argparse.Namespace, command: str) -> int:
         analysts = [a for a in analysts if a.name == args.analyst]
         if not analysts:
             raise CommandError(f'no analyst "{args.analyst}"; `dpproxy analyst list` shows them')
-    page = render_page(analysts, records, verification, str(settings.state.path), period)
+    page = render_page(analysts, records, verification, settings.state.describe(), period)
     try:
         out.write_text(page, encoding="utf-8")
     except OSError as error:

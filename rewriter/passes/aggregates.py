@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from fractions import Fraction
 
 from sqlglot import exp
 
@@ -18,6 +19,7 @@ from rewriter.intervals import Interval, interval_of
 from rewriter.passes.check_predicate import ALLOWED_FUNCTIONS, allowed_node, check_predicate
 from rewriter.passes.check_shape import QueryShape
 from rewriter.passes.group_keys import GroupKey
+from rewriter.passes.quantiles import is_quantile_call, min_max_rejected, quantile_call
 from rewriter.scope import Scope
 
 
@@ -31,6 +33,7 @@ class Aggregate(Enum):
     VAR_SAMP = "VAR_SAMP(expr)"
     STDDEV_POP = "STDDEV_POP(expr)"
     STDDEV_SAMP = "STDDEV_SAMP(expr)"
+    QUANTILE = "PERCENTILE_CONT(p) WITHIN GROUP (ORDER BY expr)"
 
 
 SPREADS = {
@@ -50,6 +53,7 @@ class AggregateSpec:
     argument: exp.Expr | None  # resolved row-level expression (COUNT_VALUES, SUM, AVG)
     filter: exp.Expr | None  # resolved FILTER (WHERE …) condition
     bounds: Interval | None  # SUM and AVG: the range of the argument
+    quantile: Fraction | None = None  # QUANTILE: which one (ascending order), in [0, 1]
 
 
 @dataclass(frozen=True)
@@ -64,12 +68,6 @@ class PostQuery:
 
 
 _UNSUPPORTED = {
-    exp.Max: "MAX",
-    exp.Min: "MIN",
-    exp.Median: "MEDIAN",
-    exp.Quantile: "QUANTILE",
-    exp.PercentileCont: "PERCENTILE_CONT",
-    exp.PercentileDisc: "PERCENTILE_DISC",
     exp.Stddev: "STDDEV",
     exp.StddevPop: "STDDEV_POP",
     exp.StddevSamp: "STDDEV_SAMP",
@@ -88,9 +86,11 @@ def find_aggregates(
             raise Rejected("window functions are not supported")
         if isinstance(node, (exp.Subquery, exp.Select, exp.Exists)):
             raise Rejected("subqueries are not supported yet")
-        if isinstance(node, (exp.Filter, exp.AggFunc)):
+        if isinstance(node, (exp.Filter, exp.AggFunc, exp.WithinGroup)) or is_quantile_call(node):
             spec = _aggregate(node, shape, len(found))
-            identity = f"{spec.aggregate.name}|{_sql(spec.argument)}|{_sql(spec.filter)}"
+            identity = (
+                f"{spec.aggregate.name}|{_sql(spec.argument)}|{_sql(spec.filter)}|{spec.quantile}"
+            )
             existing = found.setdefault(identity, spec)
             return exp.column(existing.name, quoted=True)
         return node
@@ -147,7 +147,7 @@ def output_name(item: exp.Expr) -> str:
         return item.alias
     if isinstance(item, exp.Column):
         return item.name
-    if isinstance(item, exp.Filter):
+    if isinstance(item, (exp.Filter, exp.WithinGroup)):
         return output_name(item.this)
     if isinstance(item, exp.Cast):
         return output_name(item.this)
@@ -165,7 +165,8 @@ def _sql(node: exp.Expr | None) -> str:
 
 
 def _aggregate(node: exp.Expr, shape: QueryShape, index: int) -> AggregateSpec:
-    label = node.sql(dialect="postgres")
+    # PostgreSQL has no MEDIAN (sqlglot would spell it PERCENTILE_CONT): keep the analyst's.
+    label = node.sql(dialect="duckdb" if node.find(exp.Median) else "postgres")
     condition = None
     if isinstance(node, exp.Filter):
         where = node.expression
@@ -174,6 +175,14 @@ def _aggregate(node: exp.Expr, shape: QueryShape, index: int) -> AggregateSpec:
         )
         node = node.this
     name = f"a{index}"
+    if isinstance(node, (exp.Min, exp.Max)):
+        raise min_max_rejected(node)
+    quantile = quantile_call(node)
+    if quantile is not None:
+        argument, alpha, word = quantile
+        resolved = check_predicate(argument, shape.scope, word)
+        bounds = interval_of(resolved, lambda c: _column_bounds(c, shape.scope, word))
+        return AggregateSpec(name, label, Aggregate.QUANTILE, resolved, condition, bounds, alpha)
     if any(isinstance(d, (exp.AggFunc, exp.Window)) for d in node.walk() if d is not node):
         raise Rejected("aggregates cannot be nested", sqlstate="42803")
     if isinstance(node, exp.Count):
@@ -195,7 +204,8 @@ def _aggregate(node: exp.Expr, shape: QueryShape, index: int) -> AggregateSpec:
         if isinstance(node, kind):
             hint = (
                 "dpproxy releases COUNT, COUNT(DISTINCT <privacy unit>), SUM, AVG, VAR_POP, "
-                "VAR_SAMP/VARIANCE, STDDEV_POP and STDDEV_SAMP/STDDEV for now"
+                "VAR_SAMP/VARIANCE, STDDEV_POP, STDDEV_SAMP/STDDEV, MEDIAN, PERCENTILE_CONT and "
+                "QUANTILE_CONT for now"
             )
             raise Rejected(f"the aggregate {word} is not supported yet", hint=hint)
     raise Rejected(f"the aggregate {node.sql(dialect='postgres')} is not supported yet")

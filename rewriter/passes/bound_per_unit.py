@@ -8,6 +8,15 @@ With GROUP BY, each unit keeps at most ``max_groups_per_unit`` groups, chosen at
 (independently of the data). The outer query clamps every partial to the per-unit limits
 and sums across units, per group. The result: one row per group present, with the keys and
 one exact integer per measurement.
+
+Quantiles (``MeasureKind.BINS``) need rows, not sums: their rows are chosen before the
+per-unit grouping. Then the rows (after the WHERE) first go through a row-level query that
+names the columns the per-unit query reads (``c0, c1, …``) and computes each quantile's bin
+index, and a second one that ranks, per unit, group and quantile, the rows with a value in
+the order of a random draw per row (``ROW_NUMBER() OVER (… ORDER BY row_draw)``). The
+per-unit query counts, per bin, the rows ranked at most ``max_rows_per_unit``: a random
+subset of at most that many rows per unit and group, chosen independently of the values.
+The outer query returns the bins' totals as one array per quantile.
 """
 
 from __future__ import annotations
@@ -16,15 +25,21 @@ from sqlglot import exp
 
 from rewriter.catalog import ColumnType
 from rewriter.passes.check_joins import JoinBounds
-from rewriter.passes.group_keys import GroupKey
+from rewriter.passes.group_keys import DomainValue, GroupKey
 from rewriter.passes.measurements import MeasureKind, MeasurementSpec
 from rewriter.scope import Scope, Source
+from rewriter.underflow import flush_threshold
 
 UNIT_ALIAS = "u"
 RANKED_ALIAS = "r"
 UNIT_COLUMN = "unit_id"
 RANK_COLUMN = "group_rank"
 RANDOM_COLUMN = "group_draw"
+ROWS_ALIAS = "w"  # quantiles: the row-level query
+PICKED_ALIAS = "p"  # quantiles: the rows with their random order per unit and group
+BIN_SUFFIX = "_bin"
+PICK_SUFFIX = "_pick"
+ROW_DRAW = "row_draw"  # quantiles: a random draw per row, to pick each unit's rows
 LARGEST_DOUBLE = "1.7976931348623157e308"
 REAL_TYPES = (ColumnType.FLOAT, ColumnType.DECIMAL)
 
@@ -39,39 +54,40 @@ def bounded_query(
     max_groups: int,
 ) -> exp.Select:
     unit_ref = joins.unit
-    inner = exp.select(exp.alias_(unit_ref.copy(), UNIT_COLUMN, quoted=True, copy=False))
-    for key in keys:
-        inner = inner.select(
-            exp.alias_(key.expression.copy(), key.name, quoted=True, copy=False), copy=False
-        )
+    selects: list[exp.Expr] = [exp.alias_(unit_ref.copy(), UNIT_COLUMN, quoted=True)]
+    selects.extend(exp.alias_(k.expression.copy(), k.name, quoted=True) for k in keys)
+    binned = [m for m in measurements if m.kind is MeasureKind.BINS]
     for m in measurements:
-        inner = inner.select(
-            exp.alias_(_partial(m, scope), m.key, quoted=True, copy=False), copy=False
-        )
+        if m.kind is MeasureKind.BINS:
+            selects.extend(_bin_counts(m))
+        else:
+            selects.append(exp.alias_(_partial(m, scope), m.key, quoted=True, copy=False))
     if keys:
         # A random draw per (unit, group), independent of the data, to choose the groups.
-        inner = inner.select(
-            exp.alias_(exp.Rand(), RANDOM_COLUMN, quoted=True, copy=False), copy=False
-        )
-    inner = inner.from_(_table(scope.sources[0]), copy=False)
-    for join in joins.joins:
-        inner = inner.join(
-            _table(join.source), on=join.on.copy(), join_type=join.kind.upper(), copy=False
-        )
-    for hidden in joins.unit_joins:
-        target = exp.Table(
-            this=exp.to_identifier(hidden.table_name, quoted=True),
-            db=exp.to_identifier(hidden.schema, quoted=True),
-            alias=exp.TableAlias(this=exp.to_identifier(hidden.alias, quoted=True)),
-        )
-        inner = inner.join(target, on=hidden.on.copy(), join_type="INNER", copy=False)
+        selects.append(exp.alias_(exp.Rand(), RANDOM_COLUMN, quoted=True, copy=False))
+    grouping = [unit_ref.copy(), *(k.expression.copy() for k in keys)]
     conditions: list[exp.Expr] = []
     if where is not None:
         conditions.append(exp.Paren(this=where.copy()))
-    conditions.extend(_in_domain(key) for key in keys)
+    # Keys with a public domain keep only its values; keys from the data keep all.
+    conditions.extend(_in_domain(k.expression, k.domain) for k in keys if k.domain is not None)
     conditions.append(exp.Not(this=exp.Is(this=unit_ref.copy(), expression=exp.Null())))
-    inner = inner.where(exp.and_(*conditions), copy=False)
-    inner = inner.group_by(unit_ref.copy(), *(k.expression.copy() for k in keys), copy=False)
+    if binned:
+        rows = _row_level(
+            scope,
+            joins,
+            conditions=conditions,
+            selects=selects,
+            grouping=grouping,
+            binned=binned,
+        )
+        inner = exp.select(*(rows.named(s, PICKED_ALIAS) for s in selects)).from_(
+            rows.picked(grouping), copy=False
+        )
+        inner = inner.group_by(*(rows.named(g, PICKED_ALIAS) for g in grouping), copy=False)
+    else:
+        inner = _from_sources(exp.select(*selects), scope, joins)
+        inner = inner.where(exp.and_(*conditions), copy=False).group_by(*grouping, copy=False)
 
     source: exp.Expr = exp.alias_(inner.subquery(), UNIT_ALIAS, quoted=True, copy=False)
     per_unit = UNIT_ALIAS
@@ -90,13 +106,14 @@ def bounded_query(
 
     outer = exp.select(*(_col(k.name, per_unit) for k in keys))
     for m in measurements:
-        total = exp.Sum(this=_clamp(_col(m.key, per_unit), m.unit_lower, m.unit_upper))
-        outer = outer.select(
-            exp.alias_(
-                exp.func("COALESCE", total, exp.Literal.number(0)), m.key, quoted=True, copy=False
-            ),
-            copy=False,
-        )
+        if m.kind is MeasureKind.BINS:
+            if m.bins is None:
+                raise ValueError("a quantile measurement needs bins")
+            bins = [_total(_col(f"{m.key}_{j}", per_unit), m) for j in range(m.bins.count)]
+            value: exp.Expr = exp.Array(expressions=bins)
+        else:
+            value = _total(_col(m.key, per_unit), m)
+        outer = outer.select(exp.alias_(value, m.key, quoted=True, copy=False), copy=False)
     outer = outer.from_(source, copy=False)
     if keys:
         outer = outer.where(
@@ -106,13 +123,133 @@ def bounded_query(
     return outer
 
 
-def _in_domain(key: GroupKey) -> exp.Expr:
-    values = [v for v in key.domain if v is not None]
-    listed = exp.In(this=key.expression.copy(), expressions=[_literal(v) for v in values])
-    if None in key.domain:
-        return exp.Paren(
-            this=exp.or_(listed, exp.Is(this=key.expression.copy(), expression=exp.Null()))
+def _total(partial: exp.Column, m: MeasurementSpec) -> exp.Expr:
+    total = exp.Sum(this=_clamp(partial, m.unit_lower, m.unit_upper))
+    return exp.func("COALESCE", total, exp.Literal.number(0))
+
+
+def _from_sources(select: exp.Select, scope: Scope, joins: JoinBounds) -> exp.Select:
+    select = select.from_(_table(scope.sources[0]), copy=False)
+    for join in joins.joins:
+        select = select.join(
+            _table(join.source), on=join.on.copy(), join_type=join.kind.upper(), copy=False
         )
+    for hidden in joins.unit_joins:
+        target = exp.Table(
+            this=exp.to_identifier(hidden.table_name, quoted=True),
+            db=exp.to_identifier(hidden.schema, quoted=True),
+            alias=exp.TableAlias(this=exp.to_identifier(hidden.alias, quoted=True)),
+        )
+        select = select.join(target, on=hidden.on.copy(), join_type="INNER", copy=False)
+    return select
+
+
+class _RowLevel:
+    """Quantiles: the rows after the WHERE, with the columns the per-unit query reads
+    renamed ``c0, c1, …``, each quantile's bin, and its random order per unit and group."""
+
+    def __init__(
+        self, rows: exp.Select, names: dict[tuple[str, str], str], binned: list[MeasurementSpec]
+    ) -> None:
+        self.rows = rows
+        self.names = names
+        self.binned = binned
+
+    def named(self, node: exp.Expr, alias: str) -> exp.Expr:
+        """``node`` reading the renamed columns of ``alias`` instead of the tables."""
+
+        def replace(sub: exp.Expr) -> exp.Expr:
+            if isinstance(sub, exp.Column) and sub.table != PICKED_ALIAS:
+                return _col(self.names[(sub.table, sub.name)], alias)
+            return sub
+
+        return node.copy().transform(replace)
+
+    def picked(self, grouping: list[exp.Expr]) -> exp.Expr:
+        ranks: list[exp.Expr] = [exp.Star()]
+        for m in self.binned:
+            order = exp.Window(
+                this=exp.RowNumber(),
+                partition_by=[
+                    *(self.named(g, ROWS_ALIAS) for g in grouping),
+                    exp.Is(this=_col(m.key + BIN_SUFFIX, ROWS_ALIAS), expression=exp.Null()),
+                ],
+                order=exp.Order(expressions=[exp.Ordered(this=_col(ROW_DRAW, ROWS_ALIAS))]),
+            )
+            ranks.append(exp.alias_(order, m.key + PICK_SUFFIX, quoted=True, copy=False))
+        source = exp.alias_(self.rows.subquery(), ROWS_ALIAS, quoted=True, copy=False)
+        ranked = exp.select(*ranks).from_(source, copy=False)
+        return exp.alias_(ranked.subquery(), PICKED_ALIAS, quoted=True, copy=False)
+
+
+def _row_level(
+    scope: Scope,
+    joins: JoinBounds,
+    *,
+    conditions: list[exp.Expr],
+    selects: list[exp.Expr],
+    grouping: list[exp.Expr],
+    binned: list[MeasurementSpec],
+) -> _RowLevel:
+    names: dict[tuple[str, str], str] = {}
+    columns: list[exp.Expr] = []
+    for node in [*selects, *grouping]:
+        for column in node.find_all(exp.Column):
+            identity = (column.table, column.name)
+            if column.table == PICKED_ALIAS or identity in names:
+                continue
+            names[identity] = f"c{len(names)}"
+            columns.append(exp.alias_(column.copy(), names[identity], quoted=True, copy=False))
+    for m in binned:
+        columns.append(exp.alias_(_bin_index(m, scope), m.key + BIN_SUFFIX, quoted=True))
+    # Window orders cannot be volatile (DuckDB): the draw is a column of the rows.
+    columns.append(exp.alias_(exp.Rand(), ROW_DRAW, quoted=True, copy=False))
+    rows = _from_sources(exp.select(*columns), scope, joins)
+    return _RowLevel(rows.where(exp.and_(*conditions), copy=False), names, binned)
+
+
+def _bin_index(m: MeasurementSpec, scope: Scope) -> exp.Expr:
+    """The bin of the row's cleaned value (NULL for NULL, NaN, or a false FILTER):
+    FLOOR(value * (1 / width) - lower / width), kept within [0, count - 1].
+
+    Multiplying first cannot underflow on PostgreSQL (an error that would depend on the
+    data): the value is 0 or at least its quantum (``rewriter.underflow``, as for the
+    fixed-point grid of sums) and 1 / width is at least 2^-47 (ranges are within ±2^52);
+    a subtraction never raises an underflow."""
+    if m.argument is None or m.bins is None:
+        raise ValueError("a quantile measurement needs an argument and bins")
+    double = exp.DataType.Type.DOUBLE
+    scaled = exp.Mul(
+        this=exp.cast(clean(m.argument, scope), double),
+        expression=exp.cast(_number(m.bins.inverse), double),
+    )
+    steps = exp.Floor(
+        this=exp.Sub(this=scaled, expression=exp.cast(_number(m.bins.offset), double))
+    )
+    index = exp.cast(_clamp_keeping_null(steps, 0, m.bins.count - 1), exp.DataType.Type.BIGINT)
+    return index if m.filter is None else _when(m.filter, index)
+
+
+def _bin_counts(m: MeasurementSpec) -> list[exp.Expr]:
+    """Per unit and group: the rows of each bin among the first ``unit_upper`` picked."""
+    if m.bins is None:
+        raise ValueError("a quantile measurement needs bins")
+    picked = exp.LTE(
+        this=_col(m.key + PICK_SUFFIX, PICKED_ALIAS), expression=_integer(m.unit_upper)
+    )
+    counts: list[exp.Expr] = []
+    for j in range(m.bins.count):
+        in_bin = exp.EQ(this=_col(m.key + BIN_SUFFIX, PICKED_ALIAS), expression=_integer(j))
+        count = exp.Count(this=_when(exp.and_(picked.copy(), in_bin), exp.Literal.number(1)))
+        counts.append(exp.alias_(count, f"{m.key}_{j}", quoted=True, copy=False))
+    return counts
+
+
+def _in_domain(key: exp.Expr, domain: tuple[DomainValue, ...]) -> exp.Expr:
+    values = [v for v in domain if v is not None]
+    listed = exp.In(this=key.copy(), expressions=[_literal(v) for v in values])
+    if None in domain:
+        return exp.Paren(this=exp.or_(listed, exp.Is(this=key.copy(), expression=exp.Null())))
     return listed
 
 
@@ -140,6 +277,8 @@ def _table(source: Source) -> exp.Expr:
 
 def _partial(m: MeasurementSpec, scope: Scope) -> exp.Expr:
     condition = m.filter
+    if m.kind is MeasureKind.BINS:
+        raise ValueError("quantiles are counted per bin (_bin_counts)")
     if m.kind is MeasureKind.UNITS:
         if condition is None:
             return exp.Literal.number(1)
@@ -178,11 +317,34 @@ def clean(expression: exp.Expr, scope: Scope) -> exp.Expr:
             )
         if info.type in REAL_TYPES:
             if bounds is not None:
-                value = _clamp_real(exp.cast(value, exp.DataType.Type.DOUBLE), *bounds)
+                value = _clamp_flushed(exp.cast(value, exp.DataType.Type.DOUBLE), *bounds)
             return _when(_finite(node), value)
         return value
 
     return expression.copy().transform(replace)
+
+
+def _clamp_flushed(value: exp.Expr, lower: float, upper: float) -> exp.Expr:
+    """Clamp a real value to [lower, upper] so that the result is 0 or at least the flush
+    threshold in magnitude (rewriter.underflow: no product of such values can underflow).
+
+    Bounds closer to 0 than the threshold move inwards (to 0, or to the threshold), and
+    values closer to 0 than the threshold become 0 when 0 is within the bounds. The result
+    always lies within the declared [lower, upper].
+    """
+    threshold = flush_threshold(max(abs(lower), abs(upper)))
+    if abs(lower) < threshold:
+        lower = 0.0 if lower <= 0 else threshold
+    if abs(upper) < threshold:
+        upper = 0.0 if upper >= 0 else -threshold
+    clamped = _clamp_real(value, lower, upper)
+    if not lower <= 0 <= upper or threshold == 0:
+        return clamped
+    tiny = exp.and_(
+        exp.GT(this=value.copy(), expression=_number(-threshold)),
+        exp.LT(this=value.copy(), expression=_number(threshold)),
+    )
+    return _when(tiny, exp.Literal.number("0.0"), clamped)
 
 
 def on_grid(value: exp.Expr, m: MeasurementSpec) -> exp.Expr:
@@ -200,10 +362,15 @@ def on_grid(value: exp.Expr, m: MeasurementSpec) -> exp.Expr:
     if grid.step == 1.0 and m.bounds.integer:
         steps: exp.Expr = value.copy()
     else:
-        steps = exp.Round(
-            this=exp.Mul(
-                this=exp.cast(value.copy(), exp.DataType.Type.DOUBLE),
-                expression=_number(1.0 / grid.step),
+        # FLOOR(x + 0.5), not ROUND: PostgreSQL rounds halves to even, DuckDB away from 0,
+        # and the engines must agree. x + 0.5 is exact (|x| < 2^21 steps).
+        steps = exp.Floor(
+            this=exp.Add(
+                this=exp.Mul(
+                    this=exp.cast(value.copy(), exp.DataType.Type.DOUBLE),
+                    expression=_number(1.0 / grid.step),
+                ),
+                expression=exp.Literal.number("0.5"),
             )
         )
     return exp.cast(_clamp_keeping_null(steps, grid.lower, grid.upper), exp.DataType.Type.BIGINT)

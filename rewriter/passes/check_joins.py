@@ -63,7 +63,7 @@ def check_joins(shape: QueryShape) -> JoinBounds:
     links: list[tuple[str, str]] = []
     parents: dict[str, Source] = {}  # child alias -> the source joined as its FK parent
     for join in resolved:
-        for condition in _conjuncts(join.on):
+        for condition in conjuncts(join.on):
             pair = _unit_pair(condition, by_alias)
             if pair is not None:
                 links.append(pair)
@@ -120,22 +120,27 @@ def _unit_of(
     return tuple(hidden), exp.column(column.name, table=alias, quoted=True)
 
 
-def _conjuncts(condition: exp.Expr) -> list[exp.Expr]:
+def conjuncts(condition: exp.Expr) -> list[exp.Expr]:
     if isinstance(condition, exp.And):
-        return _conjuncts(condition.this) + _conjuncts(condition.expression)
+        return conjuncts(condition.this) + conjuncts(condition.expression)
     if isinstance(condition, exp.Paren):
-        return _conjuncts(condition.this)
+        return conjuncts(condition.this)
     return [condition]
 
 
 def _columns(condition: exp.Expr) -> tuple[exp.Column, exp.Column] | None:
-    if (
-        isinstance(condition, exp.EQ)
-        and isinstance(condition.this, exp.Column)
-        and isinstance(condition.expression, exp.Column)
-    ):
-        return condition.this, condition.expression
+    """The two columns of ``a = b`` (parentheses aside, as inlined subqueries leave them)."""
+    if isinstance(condition, exp.EQ):
+        left, right = unwrap(condition.this), unwrap(condition.expression)
+        if isinstance(left, exp.Column) and isinstance(right, exp.Column):
+            return left, right
     return None
+
+
+def unwrap(expression: exp.Expr) -> exp.Expr:
+    while isinstance(expression, exp.Paren):
+        expression = expression.this
+    return expression
 
 
 def _unit_pair(condition: exp.Expr, by_alias: dict[str, Source]) -> tuple[str, str] | None:
@@ -143,6 +148,8 @@ def _unit_pair(condition: exp.Expr, by_alias: dict[str, Source]) -> tuple[str, s
     columns = _columns(condition)
     if columns is None:
         return None
+    if any(c.table not in by_alias for c in columns):
+        return None  # a column of an enclosing query (a correlated subquery)
     ends = []
     for column in columns:
         unit = by_alias[column.table].table.privacy_unit
@@ -155,7 +162,7 @@ def _unit_pair(condition: exp.Expr, by_alias: dict[str, Source]) -> tuple[str, s
 def _foreign_key(condition: exp.Expr, by_alias: dict[str, Source]) -> tuple[str, str] | None:
     """(child alias, parent alias) if ``condition`` follows a declared foreign-key hop."""
     columns = _columns(condition)
-    if columns is None:
+    if columns is None or any(c.table not in by_alias for c in columns):
         return None
     for child, parent in (columns, columns[::-1]):
         path = by_alias[child.table].table.unit_path

@@ -9,6 +9,9 @@ carries an identifier the analyst spelled.
 
 from __future__ import annotations
 
+import math
+from typing import Protocol
+
 from sqlglot import exp
 
 from rewriter.errors import Rejected
@@ -95,23 +98,64 @@ _CAST_TYPES = frozenset(
 )
 
 
-def check_predicate(predicate: exp.Expr, scope: Scope, where: str = "WHERE") -> exp.Expr:
-    """Return a copy of ``predicate`` with resolved columns, or raise Rejected."""
-    for node in predicate.walk():
-        _check_node(node, where)
+class SubqueryCheck(Protocol):
+    """Checks one subquery of a predicate (``x IN (SELECT …)``, ``EXISTS (…)``, or a scalar
+    ``(SELECT …)``) as a whole, recursively, and returns it resolved, with a stand-in of
+    the same type (a literal or a cast NULL) for the type check of the predicate around it.
+    """
+
+    def __call__(self, node: exp.Expr, scope: Scope, where: str) -> tuple[exp.Expr, exp.Expr]: ...
+
+
+def check_predicate(
+    predicate: exp.Expr,
+    scope: Scope,
+    where: str = "WHERE",
+    subqueries: SubqueryCheck | None = None,
+) -> exp.Expr:
+    """Return a copy of ``predicate`` with resolved columns, or raise Rejected.
+
+    Subqueries are rejected unless ``subqueries`` checks them (see where_subqueries).
+    """
+    nested = subqueries is not None
+    for node in predicate.walk(prune=lambda n: isinstance(n, (exp.Subquery, exp.Exists))):
+        _check_node(node, where, nested=nested)
+    standins: list[tuple[exp.Expr, exp.Expr]] = []
 
     def resolve(node: exp.Expr) -> exp.Expr:
+        if subqueries is not None and is_subquery(node):
+            # Returning a new node: the transform does not descend into it.
+            resolved, standin = subqueries(node, scope, where)
+            standins.append((resolved, standin))
+            return resolved
         if isinstance(node, exp.Column):
             return scope.resolve(node, where)
         return node
 
     # Columns first, then portability rewrites (which copy resolved sub-expressions).
-    resolved = predicate.copy().transform(resolve)
-    check_types(resolved, scope, where)
-    return resolved.transform(_portable)
+    holder = exp.Paren(this=predicate.copy().transform(resolve))
+    # Each subquery, checked on its own, counts as a value of its type here.
+    for resolved, standin in standins:
+        resolved.replace(standin)
+    try:
+        check_types(holder.this, scope, where)
+    finally:
+        for resolved, standin in standins:
+            standin.replace(resolved)
+    checked: exp.Expr = holder.this
+    return checked.transform(_portable)
+
+
+def is_subquery(node: exp.Expr) -> bool:
+    """``x IN (SELECT …)``, ``EXISTS (SELECT …)`` or a scalar ``(SELECT …)``."""
+    if isinstance(node, exp.In):
+        return node.args.get("query") is not None
+    return isinstance(node, (exp.Exists, exp.Subquery))
 
 
 def _portable(node: exp.Expr) -> exp.Expr:
+    if is_subquery(node):
+        return node.copy()  # already portable: checked and rewritten on its own
     if isinstance(node, exp.WidthBucket):
         return width_bucket_case(node)
     if isinstance(node, (exp.Div, exp.Mod)):
@@ -132,11 +176,30 @@ def width_bucket_case(node: exp.WidthBucket) -> exp.Expr:
             raise Rejected("width_bucket(x, lo, hi, n) needs constant lo, hi and n")
         numbers.append(-float(value.this) if isinstance(arg, exp.Neg) else float(value.this))
     low, high, count = numbers
-    if not (low < high and count.is_integer() and 0 < count <= 10_000):
-        raise Rejected("width_bucket(x, lo, hi, n) needs lo < hi and 1 <= n <= 10000")
+    width = (high - low) / count if count else 0.0
+    if not (
+        low < high
+        and math.isfinite(width)
+        and width > 2**-900
+        and count.is_integer()
+        and 0 < count <= 10_000
+    ):
+        raise Rejected(
+            "width_bucket(x, lo, hi, n) needs finite lo < hi and 1 <= n <= 10000",
+            hint="for example width_bucket(age, 0, 100, 10)",
+        )
     x = exp.cast(node.this.copy(), exp.DataType.Type.DOUBLE)
     low_l, high_l = exp.Literal.number(repr(low)), exp.Literal.number(repr(high))
-    offset = exp.Paren(this=exp.Sub(this=x.copy(), expression=low_l.copy()))
+    # Offsets below 2^-60 of a bucket's width are raised to it (still bucket 1): otherwise
+    # dividing a tiny offset could underflow, which PostgreSQL reports as an error that
+    # would depend on the data (rewriter.underflow).
+    smallest = exp.Literal.number(repr(math.ldexp(width, -60)))
+    # (CASE, not GREATEST: GREATEST would turn a NULL into the floor.)
+    raw = exp.Sub(this=x.copy(), expression=low_l.copy())
+    offset = exp.Case(
+        ifs=[exp.If(this=exp.LT(this=raw.copy(), expression=smallest.copy()), true=smallest)],
+        default=raw,
+    )
     scaled = exp.Paren(this=exp.Mul(this=offset, expression=exp.Literal.number(int(count))))
     inside = exp.Add(
         this=exp.Floor(this=exp.Div(this=scaled, expression=exp.Literal.number(repr(high - low)))),
@@ -164,9 +227,16 @@ def allowed_node(node: exp.Expr) -> bool:
     return isinstance(node, _STRUCTURE + _FUNCTIONS)
 
 
-def _check_node(node: exp.Expr, where: str) -> None:
-    if isinstance(node, exp.In) and (node.args.get("query") or node.args.get("unnest")):
-        raise Rejected(f"subqueries in {where} are not supported yet")
+def _check_node(node: exp.Expr, where: str, *, nested: bool = False) -> None:
+    if nested and isinstance(node, (exp.Subquery, exp.Exists)):
+        return  # checked as a whole by the subquery check
+    if isinstance(node, exp.In) and node.args.get("unnest"):
+        raise Rejected(f"UNNEST in {where} is not supported", hint="use IN (list)")
+    if isinstance(node, exp.In) and node.args.get("query") and not nested:
+        raise Rejected(
+            f"subqueries in {where} are not supported",
+            hint="subqueries are supported in WHERE only; see docs/sql.md",
+        )
     if isinstance(node, exp.Cast) and node.to.this not in _CAST_TYPES:
         raise Rejected(f"casting to {node.to.sql(dialect='postgres')} is not supported in {where}")
     if isinstance(node, exp.Column) and not isinstance(node.this, exp.Identifier):
@@ -176,7 +246,10 @@ def _check_node(node: exp.Expr, where: str) -> None:
     if isinstance(node, exp.AggFunc):
         raise Rejected(f"aggregates are not allowed in {where}", sqlstate="42803")
     if isinstance(node, (exp.Subquery, exp.Select, exp.Exists)):
-        raise Rejected(f"subqueries in {where} are not supported yet")
+        raise Rejected(
+            f"subqueries in {where} are not supported",
+            hint="subqueries are supported in WHERE only; see docs/sql.md",
+        )
     if isinstance(node, exp.Func):
         name = node.sql_name() if not isinstance(node, exp.Anonymous) else str(node.this)
         raise Rejected(

@@ -81,7 +81,7 @@ def check_shape(tree: exp.Expr, catalog: Catalog) -> QueryShape:
             continue
         clause = _CLAUSE_NAMES.get(key, key.upper())
         raise Rejected(f"{clause} is not supported yet")
-    scope, joins = _sources(tree, catalog)
+    scope, joins = sources(tree, catalog)
     table = scope.driver.table
     for item in tree.expressions:
         if isinstance(item, exp.Star) or (
@@ -136,14 +136,17 @@ def _statement_message(tree: exp.Expr) -> str:
     return f"{kind} statements are not supported"
 
 
-def _sources(tree: exp.Select, catalog: Catalog) -> tuple[Scope, tuple[Join, ...]]:
+def sources(
+    tree: exp.Select, catalog: Catalog, prefix: str = "t"
+) -> tuple[Scope, tuple[Join, ...]]:
+    """The tables ``tree`` reads (FROM, then JOINs), aliased ``<prefix>0``, ``<prefix>1``, …"""
     source = tree.args.get("from") or tree.args.get("from_")
     if not isinstance(source, exp.From):
         raise Rejected("a query must read FROM a protected table")
-    sources = [_source(source.this, catalog, 0)]
+    sources = [_source(source.this, catalog, f"{prefix}0")]
     joins = []
     for index, join in enumerate(tree.args.get("joins") or [], start=1):
-        joined = _source(join.this, catalog, index)
+        joined = _source(join.this, catalog, f"{prefix}{index}")
         joins.append(Join(joined, _join_kind(join, joined), _join_condition(join, sources, joined)))
         sources.append(joined)
     references = [s.reference.lower() for s in sources]
@@ -152,7 +155,7 @@ def _sources(tree: exp.Select, catalog: Catalog) -> tuple[Scope, tuple[Join, ...
     return Scope(tuple(sources)), tuple(joins)
 
 
-def _source(node: exp.Expr, catalog: Catalog, index: int) -> Source:
+def _source(node: exp.Expr, catalog: Catalog, generated: str) -> Source:
     if not isinstance(node, exp.Table) or not isinstance(node.this, exp.Identifier):
         raise Rejected("FROM must name a table; subqueries and table functions are not supported")
     if node.args.get("catalog") is not None:
@@ -161,7 +164,7 @@ def _source(node: exp.Expr, catalog: Catalog, index: int) -> Source:
     table = catalog.table(node.name, db.name if isinstance(db, exp.Identifier) else None)
     alias = node.args.get("alias")
     reference = alias.name if isinstance(alias, exp.TableAlias) and alias.name else node.name
-    return Source(table, reference, f"t{index}")
+    return Source(table, reference, generated)
 
 
 def _join_kind(join: exp.Join, joined: Source) -> str:

@@ -15,6 +15,10 @@ interval arithmetic (rewriter.intervals), so arithmetic there cannot overflow.
 
 from __future__ import annotations
 
+import datetime as dt
+import math
+import re
+
 from sqlglot import exp
 
 from rewriter.catalog import ColumnType
@@ -69,12 +73,19 @@ _SAFE_CAST_TARGETS = {
 #: Contexts whose value is computed from clamped columns, bounded by interval arithmetic.
 VALUE_CONTEXTS = frozenset(
     {"SUM", "AVG", "VAR_POP", "VAR_SAMP", "STDDEV_POP", "STDDEV_SAMP", "MIN", "MAX"}
+    # Quantiles (rewriter.passes.quantiles) bin clamped values, bounded the same way.
+    | {"MEDIAN", "PERCENTILE_CONT", "PERCENTILE_DISC", "QUANTILE_CONT", "QUANTILE_DISC", "QUANTILE"}
 )
 
 
 def check_types(node: exp.Expr, scope: Scope, where: str) -> None:
     """Raise Rejected if ``node`` (resolved) could fail on some values."""
     _kind(node, scope, where, raw=where not in VALUE_CONTEXTS)
+
+
+def value_kind(node: exp.Expr, scope: Scope, where: str) -> str:
+    """The kind of value ``node`` (resolved, checked) has: NUMBER, TEXT, DATE, …"""
+    return _kind(node, scope, where, raw=where not in VALUE_CONTEXTS)
 
 
 def _kind(node: exp.Expr, scope: Scope, where: str, *, raw: bool = True) -> str:
@@ -196,7 +207,12 @@ def _comparable(node: exp.Expr, operands: list[exp.Expr], scope: Scope, where: s
     if len(kinds) <= 1:
         return
     if LITERAL_TEXT in kinds and len(kinds - {LITERAL_TEXT}) == 1:
-        return  # a quoted literal is read as the other side's type (or fails regardless of data)
+        (other,) = kinds - {LITERAL_TEXT}
+        if other != TEXT:
+            for operand in operands:
+                if _kind(operand, scope, where) == LITERAL_TEXT:
+                    operand.replace(_typed_literal(operand, other, node, where))
+        return
     if kinds == {DATE, TIME}:
         return
     raise Rejected(
@@ -225,3 +241,46 @@ def _common(node: exp.Expr, scope: Scope, where: str) -> str:
         )
     kind = next(iter(kinds), NULL)
     return TEXT if kind == LITERAL_TEXT else kind
+
+
+_NUMBER_TEXT = re.compile(r"\s*[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*")
+_DATE_TEXT = re.compile(r"\s*\d{4}-\d{2}-\d{2}\s*")
+_TIME_TEXT = re.compile(r"\s*\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?)?\s*")
+_BOOLEANS = {
+    "true": True,
+    "t": True,
+    "yes": True,
+    "on": True,
+    "1": True,
+    "false": False,
+    "f": False,
+    "no": False,
+    "off": False,
+    "0": False,
+}
+
+
+def _typed_literal(literal: exp.Expr, kind: str, node: exp.Expr, where: str) -> exp.Expr:
+    """A quoted literal compared with a number, date, timestamp or boolean, as a literal of
+    that type, checked now: DuckDB would convert it only on the rows that reach the
+    comparison, so a value that does not convert would fail depending on the data."""
+    text = literal.name
+    try:
+        if kind == NUMBER and _NUMBER_TEXT.fullmatch(text) and math.isfinite(float(text)):
+            return exp.Literal.number(text.strip())
+        if kind == DATE and _DATE_TEXT.fullmatch(text):
+            dt.date.fromisoformat(text.strip())
+            return exp.cast(exp.Literal.string(text.strip()), exp.DataType.Type.DATE)
+        if kind == TIME and _TIME_TEXT.fullmatch(text):
+            dt.datetime.fromisoformat(text.strip())
+            return exp.cast(exp.Literal.string(text.strip()), exp.DataType.Type.TIMESTAMP)
+        if kind == BOOLEAN and text.strip().lower() in _BOOLEANS:
+            return exp.Boolean(this=_BOOLEANS[text.strip().lower()])
+    except ValueError:
+        pass
+    raise Rejected(
+        f"{node.sql(dialect='postgres')} in {where}: '{text}' is not a valid {kind}, and "
+        "the database would find out only on the rows that reach the comparison",
+        hint="write a number as 5, a date as '2024-01-31', a timestamp as "
+        "'2024-01-31 08:00:00', a boolean as true",
+    )

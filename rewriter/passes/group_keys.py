@@ -1,9 +1,16 @@
 """Pass 3: resolve GROUP BY keys and the public domain of values each key may release.
 
-A key's values are released only from a public domain, never from the data: a column's
-declared ``domain``, the literal results of a CASE, true/false for a condition, or the
-buckets of ``width_bucket`` with constant arguments. Every value of the domain is released
-(empty groups included, with noise); values outside it are dropped in the database.
+A key's public domain is a column's declared ``domain``, the literal results of a CASE,
+true/false for a condition, or the buckets of ``width_bucket`` with constant arguments.
+When every key has one, every cell of the domains is released (empty groups included, with
+noise); values outside it are dropped in the database.
+
+A key without a public domain (``domain`` None) takes its values from the data. It is
+allowed only when the query may spend δ > 0 (``data_keys=True``): the groups are then
+released through partition selection (``rewriter.partition_selection``); with keys of
+both kinds, each group (a combination of keys) is data-dependent as a whole, the public
+keys still restricted to their domains. With δ = 0 such a key is refused, with a message
+naming it and the two ways out.
 """
 
 from __future__ import annotations
@@ -37,24 +44,34 @@ KEY_TYPES = {
 class GroupKey:
     name: str  # k0, k1, ... in the bounded SQL and the released relation
     expression: exp.Expr  # resolved row-level expression
-    domain: tuple[DomainValue, ...]
+    #: The public values this key may release; None: values come from the data (they are
+    #: released only through partition selection, which spends δ).
+    domain: tuple[DomainValue, ...] | None
     sql_type: str  # DuckDB type of the key in the released relation
 
 
-def group_keys(shape: QueryShape) -> tuple[GroupKey, ...]:
+def group_keys(shape: QueryShape, *, data_keys: bool = False) -> tuple[GroupKey, ...]:
+    """The GROUP BY keys. ``data_keys``: whether keys without a public domain are allowed
+    (the query may spend δ > 0 on partition selection)."""
     keys = []
     for index, item in enumerate(shape.group):
         target = _dereference(item, shape)
         resolved = check_predicate(target, shape.scope, "GROUP BY")
         unwrapped = target.this if isinstance(target, exp.Paren) else target
-        if isinstance(unwrapped, exp.WidthBucket):
-            domain, sql_type = _bucket_domain(unwrapped)
-        else:
-            domain, sql_type = _domain(resolved, shape.scope, target)
+        domain: tuple[DomainValue, ...] | None
+        try:
+            if isinstance(unwrapped, exp.WidthBucket):
+                domain, sql_type = _bucket_domain(unwrapped)
+            else:
+                domain, sql_type = _domain(resolved, shape.scope, target)
+        except _NoDomain as missing:
+            if not data_keys:
+                raise _no_domain(target, missing.what) from None
+            domain, sql_type = None, _data_key_type(resolved, shape.scope, target)
         keys.append(GroupKey(f"k{index}", resolved, domain, sql_type))
     if len({k.expression.sql() for k in keys}) != len(keys):
         raise Rejected("GROUP BY lists the same key twice")
-    cells = math.prod(len(k.domain) for k in keys)
+    cells = math.prod(len(k.domain) for k in keys if k.domain is not None)
     if cells > MAX_CELLS:
         raise Rejected(
             f"GROUP BY would release {cells:,} groups; dpproxy releases at most {MAX_CELLS:,}",
@@ -64,7 +81,60 @@ def group_keys(shape: QueryShape) -> tuple[GroupKey, ...]:
 
 
 def domain_cells(keys: tuple[GroupKey, ...]) -> list[tuple[DomainValue, ...]]:
-    return list(itertools.product(*(k.domain for k in keys)))
+    """Every combination of the keys' public values (all keys must have a domain)."""
+    domains = []
+    for key in keys:
+        if key.domain is None:
+            raise ValueError(f"GROUP BY key {key.name} has no public domain")
+        domains.append(key.domain)
+    return list(itertools.product(*domains))
+
+
+def from_data(keys: tuple[GroupKey, ...]) -> bool:
+    """Whether the groups come from the data (some key has no public domain)."""
+    return any(k.domain is None for k in keys)
+
+
+#: Key expressions without a domain whose released type is known: text functions and
+#: EXTRACT (a number); plain columns take their column's type.
+_TEXT_KEYS = (exp.Lower, exp.Upper, exp.Trim, exp.Substring)
+
+
+def _data_key_type(key: exp.Expr, scope: Scope, original: exp.Expr) -> str:
+    """The DuckDB type under which values of a key without a domain are released."""
+    node = key.this if isinstance(key, exp.Paren) else key
+    if isinstance(node, exp.Column):
+        table = next(s.table for s in scope.sources if s.alias == node.table)
+        unit = table.privacy_unit
+        if unit is not None and unit.name.lower() == node.name.lower():
+            raise Rejected(
+                f"GROUP BY {original.sql(dialect='postgres')} would make one group per "
+                "person: partition selection would release (almost) none of them",
+                hint="count the persons instead, e.g. COUNT(DISTINCT "
+                f"{original.sql(dialect='postgres')})",
+            )
+        found = KEY_TYPES.get(scope.info(node).type)
+        if found is not None:
+            return found
+    elif isinstance(node, _TEXT_KEYS):
+        return "VARCHAR"
+    elif isinstance(node, exp.Extract):
+        return "DOUBLE"
+    raise Rejected(
+        f"GROUP BY {original.sql(dialect='postgres')} has no public domain, and keys found "
+        "in the data are released only for plain columns (of a number, text, date, time or "
+        "boolean type), lower/upper/trim/substring of text, and EXTRACT",
+        hint="group by the column itself, or declare a public domain for it, or use a CASE "
+        "with constant results",
+    )
+
+
+class _NoDomain(Exception):
+    """A key has no public domain: ``what`` is what would give it one."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(what)
+        self.what = what
 
 
 def _dereference(item: exp.Expr, shape: QueryShape) -> exp.Expr:
@@ -95,7 +165,8 @@ def _domain(key: exp.Expr, scope: Scope, original: exp.Expr) -> tuple[tuple[Doma
         if column.policy.domain is not None:
             return tuple(column.policy.domain), KEY_TYPES.get(column.type, "VARCHAR")
         table = next(s.table.name for s in scope.sources if s.alias == node.table)
-        raise _no_domain(original, f"[tables.{table}.columns.{column.name}] domain")
+        where = f"[tables.{table}.columns.{column.name}]"
+        raise _NoDomain(f"a public domain (domain = [...] in {where})")
     if isinstance(node, exp.Case):
         values: list[DomainValue] = []
         branches = [b.args["true"] for b in node.args.get("ifs", [])]
@@ -126,7 +197,7 @@ def _domain(key: exp.Expr, scope: Scope, original: exp.Expr) -> tuple[tuple[Doma
         ),
     ):
         return (True, False, None), "BOOLEAN"
-    raise _no_domain(original, "a public domain")
+    raise _NoDomain("a public domain")
 
 
 def _bucket_domain(node: exp.WidthBucket) -> tuple[tuple[DomainValue, ...], str]:
@@ -150,7 +221,7 @@ def _literal(node: exp.Expr, original: exp.Expr) -> DomainValue:
         value = _literal(node.this, original)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return -value
-    raise _no_domain(original, "CASE branches that are all constants")
+    raise _NoDomain("CASE branches that are all constants")
 
 
 def _literal_type(values: tuple[DomainValue, ...]) -> str:
@@ -168,12 +239,15 @@ def _literal_type(values: tuple[DomainValue, ...]) -> str:
 
 def _no_domain(key: exp.Expr, what: str) -> Rejected:
     return Rejected(
-        f"GROUP BY {key.sql(dialect='postgres')} needs {what}: dpproxy releases only group "
-        "keys from a public list of values, because keys taken from the data could reveal "
-        "a single person",
+        f"GROUP BY {key.sql(dialect='postgres')} has no public domain of values, and this "
+        "query may not spend δ (dpproxy.delta is 0): with δ = 0 dpproxy releases only group "
+        f"keys from a public list of values, because keys taken from the data could reveal "
+        f"a single person; it needs {what}",
         hint=(
-            "group by a column whose policy declares domain = [...], a CASE with constant "
-            "results, a condition, or width_bucket(x, lo, hi, n); releasing keys found in "
-            "the data (partition selection, which needs δ > 0) is not available yet"
+            "either declare a public domain (domain = [...] in the column's policy; or group "
+            "by a CASE with constant results, a condition, or width_bucket(x, lo, hi, n)), "
+            "or let dpproxy release keys found in the data through partition selection, "
+            "which spends δ > 0: SET dpproxy.delta = 1e-9 (an analyst whose budget has "
+            "δ = 0 must ask an admin for a δ first)"
         ),
     )

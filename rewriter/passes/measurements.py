@@ -5,6 +5,12 @@ over a noisy COUNT of the same values). Equal measurements are shared: ``SUM(cos
 AVG(cost)`` measure the sum of cost once. Real values are measured on a fixed-point grid
 (a power of two), so the database sums integers and floating-point rounding cannot raise
 the sensitivity.
+
+A quantile (MEDIAN, PERCENTILE_CONT …) is measured as counts of rows per bin of a fixed
+grid over the declared range of its argument (:class:`Bins`, independent of the data):
+each unit contributes at most ``max_rows_per_unit`` rows per group, chosen at random. The
+proxy selects a bin from these counts with the exponential mechanism
+(``rewriter.quantile_selection``).
 """
 
 from __future__ import annotations
@@ -12,21 +18,27 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import Enum
+from fractions import Fraction
 from typing import Protocol
 
 from sqlglot import exp
 
+from rewriter.errors import Rejected
 from rewriter.intervals import Interval
 from rewriter.passes.aggregates import Aggregate, AggregateSpec
 
 GRID_RESOLUTION_BITS = 20  # values are measured to 1 part in 2^20 of their largest bound
 MAX_EXACT_INTEGER_BOUND = 2**40
+#: Candidates of a quantile: this many equal bins over the declared range (or one bin per
+#: integer when an integer expression takes at most this many values).
+MAX_BINS = 64
 
 
 class MeasureKind(Enum):
     COUNT = "count"  # rows, or non-NULL values of an expression
     UNITS = "units"  # 1 for each privacy unit with a row
     SUM = "sum"
+    BINS = "bins"  # rows per bin of a fixed grid (quantiles): one count per bin
 
 
 @dataclass(frozen=True)
@@ -36,6 +48,53 @@ class Grid:
     step: float
     lower: int
     upper: int
+
+
+@dataclass(frozen=True)
+class Bins:
+    """``count`` bins of ``width`` from ``lower``: bin j holds [lower + j·width, lower +
+    (j+1)·width); values beyond the ends fall in the first or last bin. Fixed by the
+    declared bounds alone, never by the data."""
+
+    lower: float
+    width: float
+    count: int
+
+    @property
+    def inverse(self) -> float:
+        """1 / width, as the database multiplies by it (the same float on every engine)."""
+        return 1.0 / self.width
+
+    @property
+    def offset(self) -> float:
+        """lower / width, as the database subtracts it."""
+        return self.lower * self.inverse
+
+    def index(self, value: float) -> int:
+        """The bin of a value, computed as the bounded SQL computes it."""
+        steps = math.floor(value * self.inverse - self.offset)
+        return min(max(steps, 0), self.count - 1)
+
+    def midpoint(self, index: int) -> float:
+        return self.lower + (index + 0.5) * self.width
+
+
+def bins_for(bounds: Interval) -> Bins:
+    """Integer expressions with at most MAX_BINS values: one bin per integer (its midpoint
+    is the integer). Otherwise MAX_BINS equal bins over [lower, upper]."""
+    lower, upper = bounds.lower, bounds.upper
+    if upper <= lower:
+        return Bins(lower - 0.5, 1.0, 1)
+    if bounds.integer and upper - lower + 1 <= MAX_BINS:
+        return Bins(lower - 0.5, 1.0, int(upper - lower) + 1)
+    made = Bins(lower, (upper - lower) / MAX_BINS, MAX_BINS)
+    if not (made.width > 0 and math.isfinite(made.inverse) and math.isfinite(made.offset)):
+        raise Rejected(
+            f"the bounds [{lower:g}, {upper:g}] are too close together to cut into "
+            f"{MAX_BINS} bins for a quantile",
+            hint="declare a wider range for the column",
+        )
+    return made
 
 
 @dataclass(frozen=True)
@@ -50,6 +109,8 @@ class MeasurementSpec:
     grid: Grid | None  # SUM only
     unit_lower: int  # each unit's partial is clamped to [unit_lower, unit_upper]
     unit_upper: int
+    bins: Bins | None = None  # BINS: the candidates (each unit: at most unit_upper rows)
+    alpha: Fraction | None = None  # BINS: the quantile selected from the counts
 
     @property
     def unit_bound(self) -> int:
@@ -92,15 +153,33 @@ def plan_measurements(
         argument: exp.Expr | None,
         condition: exp.Expr | None,
         bounds: Interval | None,
+        alpha: Fraction | None = None,
     ) -> str:
-        identity = f"{kind.value}|{'' if argument is None else argument.sql()}|" + (
-            "" if condition is None else condition.sql()
+        identity = (
+            f"{kind.value}|{'' if argument is None else argument.sql()}|"
+            + ("" if condition is None else condition.sql())
+            + ("" if alpha is None else f"|{alpha}")
         )
         found = measurements.get(identity)
         if found is not None:
             return found.key
         key = f"m{len(measurements)}"
-        if kind is MeasureKind.SUM:
+        if kind is MeasureKind.BINS:
+            if bounds is None or alpha is None:
+                raise ValueError("a quantile needs bounds and a quantile")
+            made = MeasurementSpec(
+                key,
+                kind,
+                argument,
+                condition,
+                bounds,
+                None,
+                0,
+                max_rows,
+                bins=bins_for(bounds),
+                alpha=alpha,
+            )
+        elif kind is MeasureKind.SUM:
             if bounds is None:
                 raise ValueError("a sum needs bounds")
             grid = grid_for(bounds)
@@ -154,6 +233,10 @@ def _measure_aggregate(spec: AggregateSpec, measure: _Measure) -> tuple[str, str
         return measure(MeasureKind.UNITS, None, spec.filter, None), None
     if spec.aggregate is Aggregate.COUNT_VALUES:
         return measure(MeasureKind.COUNT, spec.argument, spec.filter, None), None
+    if spec.aggregate is Aggregate.QUANTILE:
+        return measure(
+            MeasureKind.BINS, spec.argument, spec.filter, spec.bounds, spec.quantile
+        ), None
     total = measure(MeasureKind.SUM, spec.argument, spec.filter, spec.bounds)
     if spec.aggregate is Aggregate.SUM:
         return total, None
@@ -178,4 +261,5 @@ class _Measure(Protocol):
         argument: exp.Expr | None,
         condition: exp.Expr | None,
         bounds: Interval | None,
+        alpha: Fraction | None = None,
     ) -> str: ...

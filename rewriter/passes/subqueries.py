@@ -1,12 +1,20 @@
 """Pass 0: expand CTEs and subqueries in FROM and JOIN.
 
-- A row-level subquery (``SELECT cols/expressions FROM t [WHERE …]``) is inlined: the outer
-  query reads ``t`` directly, its WHERE is added, and its output columns are replaced by
-  their expressions.
+- CTEs are substituted where they are read: in FROM and JOIN, at any depth (subqueries in
+  WHERE included); a CTE may read the CTEs defined before it.
+- A row-level subquery (``SELECT cols/expressions FROM t [JOIN …] [WHERE …]``) is inlined:
+  the outer query reads its tables directly (the first under the subquery's alias, the
+  others as ``<alias>__<name>``), its joins and WHERE are added, and its output columns are
+  replaced by their expressions. The outer query's joins are then checked as usual
+  (check_joins), so protected tables still join only along the privacy unit and the rows
+  per person stay bounded by the product of their ``max_rows_per_unit``.
 - A subquery grouped by the privacy unit (``SELECT patient_id, COUNT(*) AS n FROM visits
   GROUP BY patient_id``) has one row per person: it becomes a virtual protected table with
   ``max_rows_per_unit = 1`` whose columns are per-person aggregates with derived bounds
-  (clamped in the SQL), on which the outer query computes DP aggregates as usual.
+  (clamped in the SQL), on which the outer query computes DP aggregates as usual. If it
+  joins, its joins are checked like the outer query's, and the bounds use check_joins'
+  rows per person (the product over the joined protected tables): whatever a join
+  multiplies, each person's counts and sums are clamped to that many rows' worth.
 """
 
 from __future__ import annotations
@@ -20,14 +28,16 @@ from rewriter.errors import Rejected
 from rewriter.intervals import Interval, interval_of
 from rewriter.passes.aggregates import output_name
 from rewriter.passes.bound_per_unit import clean
+from rewriter.passes.check_joins import check_joins
 from rewriter.passes.check_predicate import check_predicate
+from rewriter.passes.check_shape import QueryShape, sources
+from rewriter.passes.where_subqueries import WhereSubqueries
 from rewriter.policy import ColumnPolicy, TablePolicy
-from rewriter.scope import Scope, Source
+from rewriter.scope import Join, Scope, Source
 
-INNER_ALIAS = "s0"
+INNER_PREFIX = "s"  # the tables of a per-person subquery are s0, s1, …
 T = TypeVar("T")
 _FORBIDDEN = (
-    "joins",
     "distinct",
     "order",
     "limit",
@@ -47,19 +57,13 @@ def expand_subqueries(tree: exp.Expr, catalog: Catalog) -> tuple[exp.Expr, Catal
         return tree, catalog
     tree = tree.copy()
     ctes = _take_ctes(tree)
-    for node in _source_nodes(tree):
-        if isinstance(node, exp.Table) and not node.args.get("db") and node.name.lower() in ctes:
-            alias = node.alias or node.name
-            node.replace(
-                exp.Subquery(
-                    this=ctes[node.name.lower()].copy(),
-                    alias=exp.TableAlias(this=exp.to_identifier(alias)),
-                )
-            )
-    for node in _source_nodes(tree):
-        if isinstance(node, exp.Subquery):
-            tree, catalog = _expand(tree, node, catalog)
-    return tree, catalog
+    if ctes:
+        _replace_ctes(tree, ctes)
+    while True:
+        pending = [n for n in _source_nodes(tree) if isinstance(n, exp.Subquery)]
+        if not pending:
+            return tree, catalog
+        tree, catalog = _expand(tree, pending[0], catalog)
 
 
 def _take_ctes(tree: exp.Select) -> dict[str, exp.Select]:
@@ -73,9 +77,43 @@ def _take_ctes(tree: exp.Select) -> dict[str, exp.Select]:
         for cte in clause.expressions:
             if not isinstance(cte.this, exp.Select):
                 raise Rejected("a WITH query must be a SELECT")
-            found[cte.alias.lower()] = cte.this
+            body = cte.this.copy()
+            _replace_ctes(body, found)  # a CTE reads the CTEs before it
+            found[cte.alias.lower()] = body
         tree.set(key, None)
     return found
+
+
+def _replace_ctes(root: exp.Expr, ctes: dict[str, exp.Select]) -> None:
+    """Replace each table read in FROM/JOIN that names a CTE (not shadowed) by the CTE."""
+    for table in list(root.find_all(exp.Table)):
+        name = table.name.lower()
+        if (
+            name not in ctes
+            or table.args.get("db")
+            or not isinstance(table.parent, (exp.From, exp.Join))
+            or _cte_shadowed(table, name)
+        ):
+            continue
+        table.replace(
+            exp.Subquery(
+                this=ctes[name].copy(),
+                alias=exp.TableAlias(this=exp.to_identifier(table.alias or table.name)),
+            )
+        )
+
+
+def _cte_shadowed(node: exp.Expr, name: str) -> bool:
+    """True if a query around ``node`` defines its own CTE called ``name``."""
+    parent = node.parent
+    while parent is not None:
+        if isinstance(parent, exp.Select):
+            for key in ("with", "with_"):
+                clause = parent.args.get(key)
+                if clause is not None and any(c.alias.lower() == name for c in clause.expressions):
+                    return True
+        parent = parent.parent
+    return False
 
 
 def _source_nodes(tree: exp.Select) -> list[exp.Expr]:
@@ -83,6 +121,47 @@ def _source_nodes(tree: exp.Select) -> list[exp.Expr]:
     nodes = [source.this] if isinstance(source, exp.From) else []
     nodes.extend(j.this for j in tree.args.get("joins") or [])
     return nodes
+
+
+def _nested_selects(node: exp.Expr) -> list[exp.Select]:
+    """The SELECTs around ``node`` below the root of its tree (subqueries it is in)."""
+    found = []
+    parent = node.parent
+    while parent is not None:
+        if isinstance(parent, exp.Select) and parent.parent is not None:
+            found.append(parent)
+        parent = parent.parent
+    return found
+
+
+def _reads(select: exp.Select, reference: str) -> bool:
+    """True if ``select`` reads a table (or subquery) under the name ``reference``."""
+    return any(n.alias_or_name.lower() == reference.lower() for n in _source_nodes(select))
+
+
+def _refers_to(column: exp.Column, reference: str) -> bool:
+    """True if ``column`` (anywhere in the tree) means a column of the source
+    ``reference`` of the tree's root query: in a nested subquery only when qualified with
+    it and no subquery in between reads a table of that name."""
+    nested = _nested_selects(column)
+    if nested:
+        return (
+            column.table.lower() == reference.lower()
+            and not _in_from_subquery(column)
+            and not any(_reads(s, reference) for s in nested)
+        )
+    return not column.table or column.table.lower() == reference.lower()
+
+
+def _in_from_subquery(node: exp.Expr) -> bool:
+    """True if ``node`` is inside a subquery in some FROM/JOIN (which cannot refer to the
+    tables of the queries around it)."""
+    parent = node.parent
+    while parent is not None:
+        if isinstance(parent, exp.Subquery) and isinstance(parent.parent, (exp.From, exp.Join)):
+            return True
+        parent = parent.parent
+    return False
 
 
 def _expand(tree: exp.Select, node: exp.Subquery, catalog: Catalog) -> tuple[exp.Select, Catalog]:
@@ -98,82 +177,164 @@ def _expand(tree: exp.Select, node: exp.Subquery, catalog: Catalog) -> tuple[exp
     for key in _FORBIDDEN:
         if inner.args.get(key):
             raise Rejected(f"{key.upper()} inside a subquery is not supported yet")
-    table_node = (inner.args.get("from") or inner.args.get("from_")).this  # type: ignore[union-attr]
-    if not isinstance(table_node, exp.Table):
-        raise Rejected("a subquery must read FROM one table")
-    db = table_node.args.get("db")
-    table = catalog.table(table_node.name, db.name if isinstance(db, exp.Identifier) else None)
-    if table.derived is not None and (
-        inner.args.get("group") or any(i.find(exp.AggFunc) for i in inner.expressions)
-    ):
+    scope, joins = sources(inner, catalog, INNER_PREFIX)
+    grouped = inner.args.get("group") or any(i.find(exp.AggFunc) for i in inner.expressions)
+    if grouped and any(s.table.derived is not None for s in scope.sources):
         raise Rejected(
             "a grouped subquery must read a table directly, not another subquery",
             hint="nested per-person subqueries are not supported",
         )
-    reference = table_node.alias or table_node.name
-    scope = Scope((Source(table, reference, INNER_ALIAS),))
-    if inner.args.get("group") or any(i.find(exp.AggFunc) for i in inner.expressions):
-        return _per_unit(tree, node, inner, table, scope=scope, catalog=catalog)
-    return _inline(tree, node, inner, table_node, reference), catalog
+    if grouped:
+        return _per_unit(tree, node, inner, scope=scope, joins=joins, catalog=catalog)
+    return _inline(tree, node, inner, scope, joins), catalog
 
 
 def _inline(
     tree: exp.Select,
     node: exp.Subquery,
     inner: exp.Select,
-    table_node: exp.Table,
-    reference: str,
+    scope: Scope,
+    joins: tuple[Join, ...],
 ) -> exp.Select:
     alias = node.alias
+    # The first table takes the subquery's alias, the others <alias>__<their name>.
+    renamed = {
+        s.alias: alias if i == 0 else f"{alias}__{s.reference}" for i, s in enumerate(scope.sources)
+    }
+    outputs, starred = _outputs(inner, scope)
+
+    def requalify(expression: exp.Expr) -> exp.Expr:
+        def visit(sub: exp.Expr) -> exp.Expr:
+            if not isinstance(sub, exp.Column) or isinstance(sub.this, exp.Star):
+                return sub
+            if _nested_selects(sub) and not any(
+                _refers_to(sub, s.reference) for s in scope.sources
+            ):
+                return sub  # a column of a subquery inside (resolved with it)
+            source, info = scope.lookup(sub, "the subquery")
+            return exp.column(info.name, table=renamed[source.alias], quoted=True)
+
+        # Resolving against the subquery's own tables, as a copy wrapped so that nested
+        # SELECTs are found below its root.
+        holder = exp.Paren(this=expression.copy())
+        return holder.transform(visit, copy=False)
+
+    mapped = {name: requalify(e) for name, e in outputs.items()}
+
+    def substitute(sub: exp.Expr) -> exp.Expr:
+        if not isinstance(sub, exp.Column) or isinstance(sub.this, exp.Star):
+            return sub
+        name = sub.name.lower()
+        if (
+            not sub.table
+            and _nested_selects(sub)
+            and not _in_from_subquery(sub)
+            and (name in mapped or any(s.table.columns.get(name) for s in starred))
+        ):
+            # SQL would read it from the subquery's own tables if they have such a column,
+            # else from this one: dpproxy does not guess.
+            raise Rejected(
+                f'column "{sub.name}" inside a subquery in WHERE may refer to {alias}.{sub.name}; '
+                "qualify it",
+                sqlstate="42702",
+                hint=f"write {alias}.{sub.name}, or the subquery's table name or alias",
+            )
+        if not _refers_to(sub, alias):
+            return sub
+        replacement = mapped.get(name)
+        if replacement is not None:
+            if sub.parent is tree and sub.arg_key == "expressions":
+                # In the select list: keep the name the column had.
+                return exp.alias_(replacement.copy(), sub.name, copy=False)
+            return replacement.copy()
+        found = [s for s in starred if s.table.columns.get(sub.name.lower())]
+        if len(found) > 1 and sub.table:
+            raise Rejected(f'column reference "{sub.name}" is ambiguous', sqlstate="42702")
+        if len(found) == 1:
+            info = found[0].table.column(sub.name)
+            return exp.column(info.name, table=renamed[found[0].alias], quoted=True)
+        if sub.table and not found:
+            raise Rejected(f"column {alias}.{sub.name} does not exist", sqlstate="42703")
+        return sub
+
+    table_nodes = _source_nodes(inner)
+    bases = [
+        exp.Table(
+            this=table.this.copy(),
+            db=table.args.get("db"),
+            alias=exp.TableAlias(this=exp.to_identifier(renamed[source.alias])),
+        )
+        for table, source in zip(table_nodes, scope.sources, strict=True)
+    ]
+    flattened = [
+        exp.Join(
+            this=base,
+            on=requalify(join.on),
+            **({"side": "LEFT"} if join.kind == "left" else {}),
+        )
+        for base, join in zip(bases[1:], joins, strict=True)
+    ]
+    condition = inner.args.get("where")
+    outer_join = node.parent if isinstance(node.parent, exp.Join) else None
+    node.replace(bases[0])
+    tree.transform(substitute, copy=False)
+    where = requalify(condition.this) if condition is not None else None
+    return _attach(tree, outer_join, flattened, where)
+
+
+def _outputs(inner: exp.Select, scope: Scope) -> tuple[dict[str, exp.Expr], list[Source]]:
+    """A row-level subquery's named outputs, and the tables whose columns it selects all
+    of (``*``, ``t.*``)."""
     outputs: dict[str, exp.Expr] = {}
-    star = False
+    starred: list[Source] = []
     for item in inner.expressions:
         if isinstance(item, exp.Star):
-            star = True
+            starred.extend(scope.sources)
+        elif isinstance(item, exp.Column) and isinstance(item.this, exp.Star):
+            starred.extend(_named(scope, item.table))
         elif isinstance(item, exp.Alias):
             _add_output(outputs, item.alias, item.this)
         elif isinstance(item, exp.Column):
             _add_output(outputs, item.name, item)
         else:
             raise Rejected("each item of a row-level subquery needs a name: add AS <name>")
+    return outputs, starred
 
-    def requalify(expression: exp.Expr) -> exp.Expr:
-        def visit(sub: exp.Expr) -> exp.Expr:
-            if isinstance(sub, exp.Column):
-                if sub.table and sub.table.lower() != reference.lower():
-                    raise Rejected(
-                        f'missing FROM-clause entry for table "{sub.table}"', sqlstate="42P01"
-                    )
-                return exp.column(sub.name, table=alias, quoted=sub.this.quoted)
-            return sub
 
-        return exp.Paren(this=expression.copy().transform(visit))
-
-    mapped = {name: requalify(e) for name, e in outputs.items()}
-
-    def substitute(sub: exp.Expr) -> exp.Expr:
-        if isinstance(sub, exp.Column) and (not sub.table or sub.table.lower() == alias.lower()):
-            replacement = mapped.get(sub.name.lower())
-            if replacement is not None:
-                return replacement.copy()
-            if sub.table and not star:
-                raise Rejected(f"column {alias}.{sub.name} does not exist", sqlstate="42703")
-        return sub
-
-    condition = inner.args.get("where")
-    base = exp.Table(
-        this=table_node.this.copy(),
-        db=table_node.args.get("db"),
-        alias=exp.TableAlias(this=exp.to_identifier(alias)),
-    )
-    node.replace(base)
-    substituted = tree.transform(substitute)
-    if not isinstance(substituted, exp.Select):
-        raise Rejected("the query is not a SELECT")
-    tree = substituted
-    if condition is not None:
-        tree = _add_condition(tree, base.alias_or_name, requalify(condition.this))
-    return tree
+def _attach(
+    tree: exp.Select,
+    outer_join: exp.Join | None,
+    flattened: list[exp.Join],
+    where: exp.Expr | None,
+) -> exp.Select:
+    """Add an inlined subquery's joins and WHERE where they belong in the outer query:
+    after its first table (which replaced the subquery in FROM or in ``outer_join``)."""
+    if outer_join is None:
+        tree.set("joins", [*flattened, *(tree.args.get("joins") or [])])
+        return tree.where(where, copy=False) if where is not None else tree
+    left = (outer_join.side or "").upper() == "LEFT"
+    if flattened:
+        if left or any(j.side for j in flattened) or outer_join.args.get("using"):
+            raise Rejected(
+                "a subquery with joins of its own can be joined only with JOIN … ON, and "
+                "only if its own joins are inner joins",
+                hint="move the subquery to FROM, or write its joins in the outer query",
+            )
+        # Inner joins: the outer ON applies once all the subquery's tables are joined.
+        on = outer_join.args.get("on")
+        outer_join.set("on", exp.true())
+        last = flattened[-1]
+        last.set("on", exp.and_(last.args["on"], on) if on is not None else last.args["on"])
+        joins_now = list(tree.args.get("joins") or [])
+        at = next(i for i, j in enumerate(joins_now) if j is outer_join) + 1
+        tree.set("joins", [*joins_now[:at], *flattened, *joins_now[at:]])
+    if where is None:
+        return tree
+    if left:
+        on = outer_join.args.get("on")
+        outer_join.set("on", exp.and_(on, where) if on is not None else where)
+        return tree
+    return tree.where(where, copy=False)
 
 
 def _add_output(outputs: dict[str, T], name: str, value: T) -> None:
@@ -185,42 +346,30 @@ def _add_output(outputs: dict[str, T], name: str, value: T) -> None:
     outputs[name.lower()] = value
 
 
-def _add_condition(tree: exp.Select, alias: str, condition: exp.Expr) -> exp.Select:
-    for join in tree.args.get("joins") or []:
-        if join.this.alias_or_name == alias:
-            on = join.args.get("on")
-            join.set("on", exp.and_(on, condition) if on is not None else condition)
-            return tree
-    return tree.where(condition, copy=False)
+def _named(scope: Scope, reference: str) -> list[Source]:
+    found = [s for s in scope.sources if s.reference.lower() == reference.lower()]
+    if not found:
+        raise Rejected(f'missing FROM-clause entry for table "{reference}"', sqlstate="42P01")
+    return found[:1]
 
 
 def _per_unit(
     tree: exp.Select,
     node: exp.Subquery,
     inner: exp.Select,
-    table: TableInfo,
     *,
     scope: Scope,
+    joins: tuple[Join, ...],
     catalog: Catalog,
 ) -> tuple[exp.Select, Catalog]:
-    unit = table.privacy_unit
-    if unit is None:
+    protected = scope.protected
+    if not protected:
         raise Rejected("a grouped subquery must read a protected table")
-    unit_ref = exp.column(unit.name, table=INNER_ALIAS, quoted=True)
-    group = inner.args.get("group")
-    keys = list(group.expressions) if isinstance(group, exp.Group) else []
-    keys = [
-        inner.expressions[int(k.this) - 1] if isinstance(k, exp.Literal) and k.is_int else k
-        for k in keys
-    ]
-    keys = [k.this if isinstance(k, exp.Alias) else k for k in keys]
-    resolved_keys = [check_predicate(k, scope, "GROUP BY").sql() for k in keys]
-    if resolved_keys != [unit_ref.sql()]:
-        raise Rejected(
-            f"a grouped subquery must GROUP BY the privacy unit ({unit.name}) alone",
-            hint=f"SELECT {unit.name}, COUNT(*) AS n FROM {table.name} GROUP BY {unit.name}",
-        )
-    rows = table.policy.max_rows_per_unit
+    bounds = check_joins(
+        QueryShape(scope, joins, (), None, (), None, order=None, limit=None, offset=None)
+    )
+    unit_ref, unit_type = _unit_key(inner, scope)
+    rows = bounds.max_rows_per_unit
     select = exp.select()
     columns: dict[str, ColumnInfo] = {}
     policies: dict[str, ColumnPolicy] = {}
@@ -230,40 +379,44 @@ def _per_unit(
         body = item.this if isinstance(item, exp.Alias) else item
         if not body.find(exp.AggFunc):
             if check_predicate(body, scope, "the subquery").sql() != unit_ref.sql():
-                raise Rejected("a grouped subquery may select its privacy unit and aggregates")
-            unit_name = name or unit.name
+                raise Rejected(
+                    "a grouped subquery may select its privacy unit (its GROUP BY key) and "
+                    "aggregates",
+                    hint=f"select {unit_ref.name} as it appears in GROUP BY",
+                )
+            unit_name = name or unit_ref.name
             select = select.select(
                 exp.alias_(unit_ref.copy(), unit_name, quoted=True, copy=False), copy=False
             )
-            _add_output(columns, unit_name, ColumnInfo(unit_name, unit.type, ColumnPolicy()))
+            _add_output(columns, unit_name, ColumnInfo(unit_name, unit_type, ColumnPolicy()))
             continue
         name = name or output_name(body)
-        value, bounds = _per_unit_value(body, scope, rows)
+        value, interval = _per_unit_value(body, scope, rows)
         select = select.select(exp.alias_(value, name, quoted=True, copy=False), copy=False)
-        kind = ColumnType.INTEGER if bounds.integer else ColumnType.FLOAT
-        policy = ColumnPolicy(lower=bounds.lower, upper=bounds.upper)
+        kind = ColumnType.INTEGER if interval.integer else ColumnType.FLOAT
+        policy = ColumnPolicy(lower=interval.lower, upper=interval.upper)
         _add_output(columns, name, ColumnInfo(name, kind, policy))
         policies[name] = policy
     if unit_name is None:
         raise Rejected(
-            f"a grouped subquery must select its privacy unit ({unit.name})",
+            f"a grouped subquery must select its privacy unit ({unit_ref.name})",
             hint="the outer query needs it to bound each person's contribution",
         )
-    select = select.from_(
-        exp.Table(
-            this=exp.to_identifier(table.name, quoted=True),
-            db=exp.to_identifier(table.schema, quoted=True) if table.schema else None,
-            alias=exp.TableAlias(this=exp.to_identifier(INNER_ALIAS, quoted=True)),
-        ),
-        copy=False,
-    )
+    select = select.from_(_table(scope.sources[0]), copy=False)
+    for join in bounds.joins:
+        select = select.join(
+            _table(join.source), on=join.on.copy(), join_type=join.kind.upper(), copy=False
+        )
     where = inner.args.get("where")
     if where is not None:
-        select = select.where(check_predicate(where.this, scope), copy=False)
+        subqueries = WhereSubqueries(catalog, expand_subqueries, prefix=f"{INNER_PREFIX}q")
+        select = select.where(check_predicate(where.this, scope, subqueries=subqueries), copy=False)
     select = select.group_by(unit_ref.copy(), copy=False)
     if inner.args.get("having") is not None:
         raise Rejected("HAVING inside a subquery is not supported yet")
     key = f"__{node.alias.lower()}"
+    while key in catalog.tables:
+        key += "_"  # one virtual table per subquery, even where aliases repeat
     virtual = TableInfo(
         schema="",
         name=node.alias,  # for messages; the catalog finds it under ``key``
@@ -271,7 +424,7 @@ def _per_unit(
         policy=TablePolicy(
             privacy_unit=unit_name,
             max_rows_per_unit=1,
-            max_groups_per_unit=table.policy.max_groups_per_unit,
+            max_groups_per_unit=bounds.max_groups_per_unit,
             columns=policies,
         ),
         derived=select,
@@ -282,6 +435,49 @@ def _per_unit(
         )
     )
     return tree, catalog.with_table(key, virtual)
+
+
+def _unit_key(inner: exp.Select, scope: Scope) -> tuple[exp.Expr, ColumnType]:
+    """The GROUP BY key of a per-person subquery, resolved: a privacy unit column of one of
+    its protected tables (all of them are joined along the person), and its type."""
+    protected = scope.protected
+    units = {
+        exp.column(s.table.privacy_unit.name, table=s.alias, quoted=True).sql(): s
+        for s in protected
+        if s.table.privacy_unit is not None
+    }
+    first = next(iter(units.values()), None)
+    if first is None or first.table.privacy_unit is None:
+        path = protected[0].table.unit_path
+        holder = path[0].table.name if path else "?"
+        raise Rejected(
+            f'a grouped subquery over "{protected[0].table.name}" must join "{holder}", '
+            "which holds its privacy unit, and GROUP BY that unit",
+            hint=f"JOIN {holder} ON … GROUP BY {holder}.<privacy unit>",
+        )
+    unit = first.table.privacy_unit
+    group = inner.args.get("group")
+    keys = list(group.expressions) if isinstance(group, exp.Group) else []
+    keys = [
+        inner.expressions[int(k.this) - 1] if isinstance(k, exp.Literal) and k.is_int else k
+        for k in keys
+    ]
+    keys = [k.this if isinstance(k, exp.Alias) else k for k in keys]
+    resolved = [check_predicate(k, scope, "GROUP BY") for k in keys]
+    if len(resolved) != 1 or resolved[0].sql() not in units:
+        raise Rejected(
+            f"a grouped subquery must GROUP BY the privacy unit ({unit.name}) alone",
+            hint=f"SELECT {unit.name}, COUNT(*) AS n FROM {first.table.name} GROUP BY {unit.name}",
+        )
+    return resolved[0], units[resolved[0].sql()].table.column(resolved[0].name).type
+
+
+def _table(source: Source) -> exp.Expr:
+    return exp.Table(
+        this=exp.to_identifier(source.table.name, quoted=True),
+        db=exp.to_identifier(source.table.schema, quoted=True) if source.table.schema else None,
+        alias=exp.TableAlias(this=exp.to_identifier(source.alias, quoted=True)),
+    )
 
 
 def _per_unit_value(body: exp.Expr, scope: Scope, rows: int) -> tuple[exp.Expr, Interval]:

@@ -19,11 +19,13 @@ from accountant import (
     Decision,
     Epsilon,
     PerQueryCapExceeded,
+    StateLocation,
     StateReader,
     StateStore,
     UnknownAnalyst,
 )
 from accountant import sqlite as state_sqlite
+from tests.accountant.backends import query
 
 CHANGE = AdminChange(actor="root@host", command="dpproxy analyst add bob")
 BUDGET = AnalystBudget(total=Epsilon(2), default_per_query=Epsilon("0.5"))
@@ -42,8 +44,8 @@ def budget(total: str, cap: str | None = None) -> AnalystBudget:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> StateStore:
-    opened = StateStore.open(tmp_path / "state.db")
+def store(location: StateLocation) -> StateStore:
+    opened = StateStore.open(location)
     opened.add_analyst("bob", "verifier-1", BUDGET, CHANGE)
     return opened
 
@@ -122,7 +124,7 @@ def test_seed_adds_only_unknown_analysts(store: StateStore) -> None:
 
 
 def test_reader_sees_changes_at_once(store: StateStore) -> None:
-    reader = StateReader(store.path)
+    reader = StateReader(store.location)
     try:
         found = reader.analyst("bob")
         assert found is not None and found.verifier == "verifier-1"
@@ -136,16 +138,15 @@ def test_reader_sees_changes_at_once(store: StateStore) -> None:
         store.close()
 
 
-def test_concurrent_budget_cut_never_lets_spending_exceed_it(tmp_path: Path) -> None:
+def test_concurrent_budget_cut_never_lets_spending_exceed_it(location: StateLocation) -> None:
     """Charges from three stores (as from three server processes) race a budget cut from
     100 to 5. Each charge must be checked against the budget stored at that moment: once
     the cut is in, no charge may take the spending above 5 (or above what it already was)."""
-    path = tmp_path / "state.db"
-    with StateStore.open(path) as admin:
+    with StateStore.open(location) as admin:
         admin.add_analyst("bob", "v", budget("100"), CHANGE)
 
     def charge() -> None:
-        with StateStore.open(path) as store:
+        with StateStore.open(location) as store:
             for _ in range(30):
                 with contextlib.suppress(BudgetExhausted):
                     store.reserve(attempt(), Epsilon("0.5"), budget("100"))
@@ -153,19 +154,17 @@ def test_concurrent_budget_cut_never_lets_spending_exceed_it(tmp_path: Path) -> 
     threads = [threading.Thread(target=charge) for _ in range(3)]
     for thread in threads:
         thread.start()
-    with StateStore.open(path) as admin:
+    with StateStore.open(location) as admin:
         admin.update_budget("bob", lambda b: budget("5"), CHANGE)
     for thread in threads:
         thread.join()
-    conn = sqlite3.connect(path)
-    rows = conn.execute("SELECT epsilon_nano, remaining_nano FROM reservations ORDER BY id")
+    rows = query(location, "SELECT epsilon_nano, remaining_nano FROM reservations ORDER BY id")
     totals, cumulative, before_cut = [], 0, 0
     for nano, remaining in rows:
         cumulative += nano
         totals.append(Epsilon.from_nano(cumulative + remaining))
         if totals[-1] == Epsilon(100):
             before_cut = cumulative
-    conn.close()
     assert set(totals) <= {Epsilon(100), Epsilon(5)}
     assert totals == sorted(totals, reverse=True)  # never the old budget after the cut
     assert Epsilon.from_nano(cumulative) <= max(Epsilon(5), Epsilon.from_nano(before_cut))

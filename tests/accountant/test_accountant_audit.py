@@ -8,9 +8,12 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import psycopg
 import pytest
 
-from accountant import AnalystBudget, Attempt, Epsilon, StateStore, StateStoreError
+from accountant import AnalystBudget, Attempt, Epsilon, StateLocation, StateStore, StateStoreError
+from tests.accountant.backends import raw
+from tests.accountant.backends import tamper as tamper_with
 
 BUDGET = AnalystBudget(total=Epsilon(10), default_per_query=Epsilon(1))
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
@@ -27,10 +30,10 @@ class FakeClock:
         self.now += timedelta(**delta)
 
 
-def fill(path: Path, clock: Callable[[], datetime] | None = None) -> None:
+def fill(location: StateLocation, clock: Callable[[], datetime] | None = None) -> None:
     """Five records: alice accepted, bob rejected, alice failed, bob accepted, mallory auth."""
     fake = clock if isinstance(clock, FakeClock) else None
-    with StateStore.open(path, clock=clock or FakeClock()) as store:
+    with StateStore.open(location, clock=clock or FakeClock()) as store:
         for analyst, sql, outcome in [
             ("alice", "SELECT count(*) FROM visits", "accepted"),
             ("bob", "DROP TABLE visits", "rejected"),
@@ -48,28 +51,20 @@ def fill(path: Path, clock: Callable[[], datetime] | None = None) -> None:
                 fake.advance(hours=1)
 
 
-def tamper(path: Path, *statements: str) -> None:
-    """Edit the state file behind dpproxy's back, as an intruder with file access could."""
-    conn = sqlite3.connect(path, isolation_level=None)
-    try:
-        conn.execute("DROP TRIGGER audit_log_no_update")
-        conn.execute("DROP TRIGGER audit_log_no_delete")
-        for statement in statements:
-            conn.execute(statement)
-    finally:
-        conn.close()
+def tamper(location: StateLocation, *statements: str) -> None:
+    """Edit the state store behind dpproxy's back, as an intruder with access could."""
+    tamper_with(location, *statements)
 
 
-def verify(path: Path) -> tuple[bool, int, int | None, str | None]:
-    with StateStore.open(path) as store:
+def verify(location: StateLocation) -> tuple[bool, int, int | None, str | None]:
+    with StateStore.open(location) as store:
         result = store.verify_audit()
     return result.intact, result.records, result.first_bad_id, result.problem
 
 
-def test_chain_links_and_verifies(tmp_path: Path) -> None:
-    path = tmp_path / "s.db"
-    fill(path)
-    with StateStore.open(path) as store:
+def test_chain_links_and_verifies(location: StateLocation) -> None:
+    fill(location)
+    with StateStore.open(location) as store:
         records = store.audit_records()
         assert [r.id for r in records] == [1, 2, 3, 4, 5]
         assert records[0].prev_hash == "0" * 64
@@ -80,30 +75,34 @@ def test_chain_links_and_verifies(tmp_path: Path) -> None:
         assert result.first_bad_id is None and result.problem is None
 
 
-def test_empty_log_verifies(tmp_path: Path) -> None:
-    assert verify(tmp_path / "s.db") == (True, 0, None, None)
+def test_empty_log_verifies(location: StateLocation) -> None:
+    assert verify(location) == (True, 0, None, None)
 
 
-def test_the_log_cannot_be_changed_through_sqlite_casually(tmp_path: Path) -> None:
-    path = tmp_path / "s.db"
-    fill(path)
-    conn = sqlite3.connect(path)
-    try:
-        with pytest.raises(sqlite3.IntegrityError, match="append-only"):
-            conn.execute("UPDATE audit_log SET sql = 'x'")
-        with pytest.raises(sqlite3.IntegrityError, match="append-only"):
-            conn.execute("DELETE FROM audit_log")
-        with pytest.raises(sqlite3.IntegrityError, match="never deleted"):
-            conn.execute("DELETE FROM reservations")
-    finally:
-        conn.close()
+def test_the_log_cannot_be_changed_through_sql_casually(location: StateLocation) -> None:
+    fill(location)
+    refused = sqlite3.IntegrityError if isinstance(location, Path) else psycopg.IntegrityError
+    statements = [
+        ("UPDATE audit_log SET sql = 'x'", "append-only"),
+        ("DELETE FROM audit_log", "append-only"),
+        ("DELETE FROM reservations", "never deleted"),
+    ]
+    if not isinstance(location, Path):  # SQLite has no TRUNCATE
+        statements += [
+            ("TRUNCATE audit_log", "append-only"),
+            ("TRUNCATE reservations", "never deleted"),
+        ]
+    with raw(location) as conn:
+        for statement, message in statements:
+            with pytest.raises(refused, match=message):
+                conn.execute(statement)
+    assert verify(location) == (True, 5, None, None)
 
 
-def test_edited_sql_is_detected(tmp_path: Path) -> None:
-    path = tmp_path / "s.db"
-    fill(path)
-    tamper(path, "UPDATE audit_log SET sql = 'SELECT 1' WHERE id = 3")
-    intact, records, bad, problem = verify(path)
+def test_edited_sql_is_detected(location: StateLocation) -> None:
+    fill(location)
+    tamper(location, "UPDATE audit_log SET sql = 'SELECT 1' WHERE id = 3")
+    intact, records, bad, problem = verify(location)
     assert not intact
     assert (records, bad) == (2, 3)
     assert problem == "record 3 was changed after it was written"
@@ -119,26 +118,23 @@ def test_edited_sql_is_detected(tmp_path: Path) -> None:
         "UPDATE audit_log SET duration_ms = 2.6 WHERE id = 2",
     ],
 )
-def test_any_edited_field_is_detected(tmp_path: Path, edit: str) -> None:
-    path = tmp_path / "s.db"
-    fill(path)
-    tamper(path, edit)
-    assert verify(path)[:3] == (False, 1, 2)
+def test_any_edited_field_is_detected(location: StateLocation, edit: str) -> None:
+    fill(location)
+    tamper(location, edit)
+    assert verify(location)[:3] == (False, 1, 2)
 
 
-def test_rehashed_record_breaks_the_next_link(tmp_path: Path) -> None:
-    path = tmp_path / "s.db"
-    fill(path)
-    tamper(path, "UPDATE audit_log SET hash = 'f' || substr(hash, 2) WHERE id = 2")
-    intact, _, bad, problem = verify(path)
+def test_rehashed_record_breaks_the_next_link(location: StateLocation) -> None:
+    fill(location)
+    tamper(location, "UPDATE audit_log SET hash = 'f' || substr(hash, 2) WHERE id = 2")
+    intact, _, bad, problem = verify(location)
     assert not intact and bad == 2
 
 
-def test_deleted_row_is_detected(tmp_path: Path) -> None:
-    path = tmp_path / "s.db"
-    fill(path)
-    tamper(path, "DELETE FROM audit_log WHERE id = 2")
-    assert verify(path) == (
+def test_deleted_row_is_detected(location: StateLocation) -> None:
+    fill(location)
+    tamper(location, "DELETE FROM audit_log WHERE id = 2")
+    assert verify(location) == (
         False,
         1,
         2,
@@ -146,24 +142,22 @@ def test_deleted_row_is_detected(tmp_path: Path) -> None:
     )
 
 
-def test_deleted_and_renumbered_row_is_detected(tmp_path: Path) -> None:
-    path = tmp_path / "s.db"
-    fill(path)
+def test_deleted_and_renumbered_row_is_detected(location: StateLocation) -> None:
+    fill(location)
     tamper(
-        path,
+        location,
         "DELETE FROM audit_log WHERE id = 2",
         "UPDATE audit_log SET id = id - 1 WHERE id > 2",
     )
-    intact, records, bad, problem = verify(path)
+    intact, records, bad, problem = verify(location)
     assert (intact, records, bad) == (False, 1, 2)
     assert problem == "record 2 does not link to the one before"
 
 
-def test_truncated_tail_is_detected(tmp_path: Path) -> None:
-    path = tmp_path / "s.db"
-    fill(path)
-    tamper(path, "DELETE FROM audit_log WHERE id >= 4")
-    assert verify(path) == (
+def test_truncated_tail_is_detected(location: StateLocation) -> None:
+    fill(location)
+    tamper(location, "DELETE FROM audit_log WHERE id >= 4")
+    assert verify(location) == (
         False,
         3,
         4,
@@ -171,11 +165,10 @@ def test_truncated_tail_is_detected(tmp_path: Path) -> None:
     )
 
 
-def test_appending_after_tampering_keeps_the_evidence(tmp_path: Path) -> None:
-    path = tmp_path / "s.db"
-    fill(path)
-    tamper(path, "DELETE FROM audit_log WHERE id = 5")
-    with StateStore.open(path) as store:
+def test_appending_after_tampering_keeps_the_evidence(location: StateLocation) -> None:
+    fill(location)
+    tamper(location, "DELETE FROM audit_log WHERE id = 5")
+    with StateStore.open(location) as store:
         record = store.record_refusal(
             Attempt("bob", "x", "SELECT"), decision="rejected", reason="no", budget=None
         )
@@ -184,11 +177,10 @@ def test_appending_after_tampering_keeps_the_evidence(tmp_path: Path) -> None:
         assert (result.intact, result.first_bad_id) == (False, 5)
 
 
-def test_filters(tmp_path: Path) -> None:
-    path = tmp_path / "s.db"
+def test_filters(location: StateLocation) -> None:
     clock = FakeClock()
-    fill(path, clock)  # record n is written at T0 + (n-1) hours
-    with StateStore.open(path) as store:
+    fill(location, clock)  # record n is written at T0 + (n-1) hours
+    with StateStore.open(location) as store:
 
         def ids(**filters: object) -> list[int]:
             return [r.id for r in store.audit_records(**filters)]  # type: ignore[arg-type]
@@ -210,10 +202,9 @@ def test_filters(tmp_path: Path) -> None:
             store.audit_records(limit=-1)
 
 
-def test_to_dict_is_json_ready(tmp_path: Path) -> None:
-    path = tmp_path / "s.db"
-    fill(path, FakeClock())
-    with StateStore.open(path) as store:
+def test_to_dict_is_json_ready(location: StateLocation) -> None:
+    fill(location, FakeClock())
+    with StateStore.open(location) as store:
         record = store.audit_records(analyst="bob")[-1]
         verification = store.verify_audit()
     data = json.loads(json.dumps(record.to_dict()))
@@ -238,11 +229,10 @@ def test_to_dict_is_json_ready(tmp_path: Path) -> None:
     assert json.loads(json.dumps(verification.to_dict()))["intact"] is True
 
 
-def test_unreadable_values_are_reported(tmp_path: Path) -> None:
-    path = tmp_path / "s.db"
-    fill(path)
-    tamper(path, "UPDATE audit_log SET decision = 'whatever' WHERE id = 1")
-    with StateStore.open(path) as store:
+def test_unreadable_values_are_reported(location: StateLocation) -> None:
+    fill(location)
+    tamper(location, "UPDATE audit_log SET decision = 'whatever' WHERE id = 1")
+    with StateStore.open(location) as store:
         with pytest.raises(StateStoreError, match="audit verify"):
             store.audit_records()
         assert store.verify_audit().first_bad_id == 1

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
 
@@ -20,6 +19,7 @@ from accountant import (
     GlobalBudgetExhausted,
     Period,
     Rho,
+    StateLocation,
     StateStore,
 )
 
@@ -54,10 +54,10 @@ def attempt(analyst: str = "alice") -> Attempt:
 clock_now = datetime(2026, 11, 18, 23, 0, tzinfo=UTC)
 
 
-def test_daily_budget_refreshes_at_midnight_utc(tmp_path: Path) -> None:
+def test_daily_budget_refreshes_at_midnight_utc(location: StateLocation) -> None:
     clock = Clock(clock_now)
     budget = AnalystBudget(total=Epsilon(1), default_per_query=Epsilon("0.5"), period=Period.DAILY)
-    with StateStore.open(tmp_path / "s.db", clock=clock) as store:
+    with StateStore.open(location, clock=clock) as store:
         store.add_analyst("alice", "v", budget, CHANGE)
         for _ in range(2):
             store.reserve(attempt(), Epsilon("0.5"))
@@ -73,9 +73,9 @@ def test_daily_budget_refreshes_at_midnight_utc(tmp_path: Path) -> None:
         assert store.verify_audit().intact
 
 
-def test_global_cap_bounds_all_analysts_together(tmp_path: Path) -> None:
+def test_global_cap_bounds_all_analysts_together(location: StateLocation) -> None:
     budget = AnalystBudget(total=Epsilon(5), default_per_query=Epsilon("0.5"))
-    with StateStore.open(tmp_path / "s.db") as store:
+    with StateStore.open(location) as store:
         for name in ("alice", "bob"):
             store.add_analyst(name, "v", budget, CHANGE)
         record = store.set_global_budget(GlobalBudget(Epsilon(1), Decimal("1e-6")), CHANGE)

@@ -1,4 +1,5 @@
-"""Several processes share one state file: no overspending, and crash recovery."""
+"""Several processes share one state store (a SQLite file, or a PostgreSQL schema): no
+overspending, and crash recovery."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ import multiprocessing
 import os
 from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Barrier
-from pathlib import Path
 
 from accountant import (
     RECOVERED_REASON,
@@ -15,6 +15,7 @@ from accountant import (
     BudgetExhausted,
     Decision,
     Epsilon,
+    StateLocation,
     StateStore,
 )
 
@@ -28,10 +29,10 @@ COST = Epsilon("0.1")
 BUDGET = AnalystBudget(total=Epsilon(20), default_per_query=COST)
 
 
-def hammer(path: str, worker: int, start: Barrier | None = None) -> int:
+def hammer(location: StateLocation, worker: int, start: Barrier | None = None) -> int:
     """Reserve (and complete) ATTEMPTS_EACH times; return how many were charged."""
     charged = 0
-    with StateStore.open(Path(path)) as store:
+    with StateStore.open(location) as store:
         if start is not None:
             start.wait(timeout=60)  # all workers begin together, so they really compete
         for i in range(ATTEMPTS_EACH):
@@ -48,15 +49,17 @@ def hammer(path: str, worker: int, start: Barrier | None = None) -> int:
     return charged
 
 
-def hammer_and_report(path: str, worker: int, start: Barrier, results: Queue[int]) -> None:
-    results.put(hammer(path, worker, start))
+def hammer_and_report(
+    location: StateLocation, worker: int, start: Barrier, results: Queue[int]
+) -> None:
+    results.put(hammer(location, worker, start))
 
 
-def run_workers(path: Path, count: int) -> list[int]:
+def run_workers(location: StateLocation, count: int) -> list[int]:
     start = CONTEXT.Barrier(count)
     results: Queue[int] = CONTEXT.Queue()
     workers = [
-        CONTEXT.Process(target=hammer_and_report, args=(str(path), w, start, results))
+        CONTEXT.Process(target=hammer_and_report, args=(location, w, start, results))
         for w in range(count)
     ]
     for worker in workers:
@@ -67,19 +70,18 @@ def run_workers(path: Path, count: int) -> list[int]:
     return [results.get(timeout=5) for _ in workers]
 
 
-def reserve_and_die(path: str) -> None:
-    store = StateStore.open(Path(path))
+def reserve_and_die(location: StateLocation) -> None:
+    store = StateStore.open(location)
     store.reserve(Attempt("alice", "doomed", "SELECT 'lost'"), COST, BUDGET)
     os._exit(0)  # no close, no complete: as if killed
 
 
-def test_processes_never_overspend(tmp_path: Path) -> None:
-    path = tmp_path / "shared.db"
-    StateStore.open(path).close()  # create the schema once, up front
-    charged = run_workers(path, PROCESSES)
+def test_processes_never_overspend(location: StateLocation) -> None:
+    StateStore.open(location).close()  # create the schema once, up front
+    charged = run_workers(location, PROCESSES)
     assert sum(charged) == 200
     assert sum(1 for c in charged if c > 0) > 1  # the processes did interleave
-    with StateStore.open(path) as store:
+    with StateStore.open(location) as store:
         assert store.spent("alice") == BUDGET.total
         assert store.remaining("alice", BUDGET) == Epsilon.zero()
         records = store.audit_records()
@@ -93,18 +95,16 @@ def test_processes_never_overspend(tmp_path: Path) -> None:
         assert verification.intact and verification.records == 400
 
 
-def test_processes_racing_to_create_the_file(tmp_path: Path) -> None:
-    path = tmp_path / "fresh.db"
-    assert sum(run_workers(path, 4)) == 200
+def test_processes_racing_to_create_the_store(location: StateLocation) -> None:
+    assert sum(run_workers(location, 4)) == 200
 
 
-def test_killed_process_is_recovered(tmp_path: Path) -> None:
-    path = tmp_path / "crash.db"
-    child = CONTEXT.Process(target=reserve_and_die, args=(str(path),))
+def test_killed_process_is_recovered(location: StateLocation) -> None:
+    child = CONTEXT.Process(target=reserve_and_die, args=(location,))
     child.start()
     child.join(timeout=60)
     assert child.exitcode == 0
-    with StateStore.open(path) as store:
+    with StateStore.open(location) as store:
         assert store.spent("alice") == COST
         assert store.recover_interrupted() == 1
         (record,) = store.audit_records()

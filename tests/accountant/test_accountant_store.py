@@ -25,9 +25,12 @@ from accountant import (
     InvalidAmount,
     PerQueryCapExceeded,
     ReservationError,
+    StateLocation,
     StateStore,
     StateStoreError,
 )
+from accountant.sqlite import SCHEMA_VERSION
+from tests.accountant.backends import BACKENDS, fresh_location, raw, write_lock_held
 
 BUDGET = AnalystBudget(total=Epsilon(1), per_query_cap=Epsilon("0.5"), default_per_query=0.1)
 
@@ -42,21 +45,22 @@ def path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def store(path: Path) -> Iterator[StateStore]:
-    with StateStore.open(path) as opened:
+def store(location: StateLocation) -> Iterator[StateStore]:
+    with StateStore.open(location) as opened:
         yield opened
 
 
-def test_new_file_is_durable_wal(store: StateStore, path: Path) -> None:
-    conn = sqlite3.connect(path)
-    try:
-        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        assert conn.execute("SELECT version FROM schema_version").fetchone()[0] == 3
-    finally:
-        conn.close()
-    internal = store._conn
-    assert internal is not None
-    assert internal.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+def test_new_file_is_durable_wal(path: Path) -> None:
+    with StateStore.open(path) as store:
+        conn = sqlite3.connect(path)
+        try:
+            assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+            version = conn.execute("SELECT version FROM schema_version").fetchone()[0]
+            assert version == SCHEMA_VERSION
+        finally:
+            conn.close()
+        with store._db.transaction(write=False) as internal:
+            assert internal.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
 
 
 def test_reserve_then_complete(store: StateStore) -> None:
@@ -198,12 +202,12 @@ def test_naive_times_are_refused() -> None:
         Attempt("alice", "x", "SELECT 1", datetime(2024, 1, 1))
 
 
-def test_charges_survive_reopen(path: Path) -> None:
-    with StateStore.open(path) as first:
+def test_charges_survive_reopen(location: StateLocation) -> None:
+    with StateStore.open(location) as first:
         first.reserve(attempt(), Epsilon("0.5"), BUDGET)  # never completed
         reservation = first.reserve(attempt(), Epsilon("0.2"), BUDGET)
         first.complete(reservation, decision="accepted", reason=None, rows=1, duration_ms=1)
-    with StateStore.open(path) as second:
+    with StateStore.open(location) as second:
         assert second.spent("alice") == Epsilon("0.7")
         with pytest.raises(BudgetExhausted):
             second.reserve(attempt(), Epsilon("0.4"), BUDGET)
@@ -211,14 +215,14 @@ def test_charges_survive_reopen(path: Path) -> None:
         assert second.verify_audit().intact
 
 
-def test_recover_interrupted_after_close(path: Path) -> None:
-    first = StateStore.open(path)
+def test_recover_interrupted_after_close(location: StateLocation) -> None:
+    first = StateStore.open(location)
     finished = first.reserve(attempt(), Epsilon("0.1"), BUDGET)
     first.complete(finished, decision="accepted", reason=None, rows=1, duration_ms=1)
     first.reserve(attempt(sql="SELECT avg(age) FROM patients"), Epsilon("0.2"), BUDGET)
     first.close()  # dpproxy "died" between reserve and complete
 
-    with StateStore.open(path) as second:
+    with StateStore.open(location) as second:
         assert second.recover_interrupted() == 1
         records = second.audit_records()
         assert [r.decision for r in records] == [Decision.ACCEPTED, Decision.FAILED]
@@ -230,11 +234,12 @@ def test_recover_interrupted_after_close(path: Path) -> None:
         assert second.spent("alice") == Epsilon("0.3")  # the charge stands
         assert second.recover_interrupted() == 0
         assert second.verify_audit().intact
-    assert list((path.parent / "state.db.owners").iterdir()) == []
+    if isinstance(location, Path):
+        assert list((location.parent / "state.db.owners").iterdir()) == []
 
 
-def test_recovery_leaves_live_stores_alone(path: Path) -> None:
-    with StateStore.open(path) as busy, StateStore.open(path) as starting:
+def test_recovery_leaves_live_stores_alone(location: StateLocation) -> None:
+    with StateStore.open(location) as busy, StateStore.open(location) as starting:
         in_flight = busy.reserve(attempt(), Epsilon("0.1"), BUDGET)
         own = starting.reserve(attempt("bob"), Epsilon("0.1"), BUDGET)
         assert starting.recover_interrupted() == 0
@@ -270,15 +275,20 @@ def test_threads_share_one_store(store: StateStore) -> None:
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@pytest.mark.parametrize("backend", BACKENDS)
 @given(
     total=st.decimals(min_value=Decimal("0.001"), max_value=Decimal(3), places=3),
     charges=st.lists(
         st.decimals(min_value=Decimal("0.001"), max_value=Decimal(1), places=3), max_size=15
     ),
 )
-def test_ledger_never_overspends(total: Decimal, charges: list[Decimal]) -> None:
+def test_ledger_never_overspends(backend: str, total: Decimal, charges: list[Decimal]) -> None:
     budget = AnalystBudget(total=Epsilon(total), default_per_query=Epsilon(min(total, Decimal(1))))
-    with tempfile.TemporaryDirectory() as tmp, StateStore.open(Path(tmp) / "s.db") as store:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        fresh_location(backend, Path(tmp)) as location,
+        StateStore.open(location) as store,
+    ):
         expected = Decimal(0)
         for c in charges:
             try:
@@ -319,32 +329,25 @@ def test_missing_directory(tmp_path: Path) -> None:
     assert "state.db" in str(info.value)
 
 
-def test_newer_schema_is_refused(path: Path) -> None:
-    StateStore.open(path).close()
-    conn = sqlite3.connect(path)
-    conn.execute("UPDATE schema_version SET version = 99")
-    conn.commit()
-    conn.close()
+def test_newer_schema_is_refused(location: StateLocation) -> None:
+    StateStore.open(location).close()
+    with raw(location) as conn:
+        conn.execute("UPDATE schema_version SET version = 99")
     with pytest.raises(StateStoreError, match="upgrade dpproxy"):
-        StateStore.open(path)
+        StateStore.open(location)
 
 
-def test_closed_store(path: Path) -> None:
-    store = StateStore.open(path)
+def test_closed_store(location: StateLocation) -> None:
+    store = StateStore.open(location)
     store.close()
     store.close()  # idempotent
     with pytest.raises(StateStoreError, match="closed"):
         store.spent("alice")
 
 
-def test_lock_timeout_is_reported(path: Path) -> None:
-    with StateStore.open(path, timeout=0.05) as store:
-        blocker = sqlite3.connect(path, isolation_level=None)
-        blocker.execute("BEGIN IMMEDIATE")
-        try:
-            with pytest.raises(StateStoreError, match="locked"):
-                store.reserve(attempt(), Epsilon("0.1"), BUDGET)
-        finally:
-            blocker.execute("ROLLBACK")
-            blocker.close()
+def test_lock_timeout_is_reported(location: StateLocation) -> None:
+    with StateStore.open(location, timeout=0.05) as store:
+        with write_lock_held(location), pytest.raises(StateStoreError, match="locked"):
+            store.reserve(attempt(), Epsilon("0.1"), BUDGET)
         store.reserve(attempt(), Epsilon("0.1"), BUDGET)
+        assert store.spent("alice") == Epsilon("0.1")  # the timed-out charge left nothing

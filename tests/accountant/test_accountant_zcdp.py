@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import math
-import sqlite3
 from decimal import Decimal
-from pathlib import Path
 
 import opendp.prelude as dp
 import pytest
@@ -22,10 +20,12 @@ from accountant import (
     Mechanism,
     PerQueryCapExceeded,
     Rho,
+    StateLocation,
     StateStore,
     ZcdpNeedsDelta,
 )
 from accountant.zcdp import cks_epsilon, epsilon_nano_of, laplace_rho_nano
+from tests.accountant.backends import query
 
 dp.enable_features("contrib")
 CHANGE = AdminChange(actor="root@host", command="dpproxy analyst add alice")
@@ -110,9 +110,9 @@ def attempt() -> Attempt:
     return Attempt("alice", "127.0.0.1", "SELECT COUNT(*) FROM visits")
 
 
-def test_gaussian_charges_in_the_store(tmp_path: Path) -> None:
+def test_gaussian_charges_in_the_store(location: StateLocation) -> None:
     rho = Rho(str(SIGMA_54_RHO))
-    with StateStore.open(tmp_path / "state.db") as store:
+    with StateStore.open(location) as store:
         store.add_analyst("alice", "v", budget(), CHANGE)
         accepted = 0
         while True:
@@ -130,15 +130,13 @@ def test_gaussian_charges_in_the_store(tmp_path: Path) -> None:
         assert all(r.rho == rho and r.epsilon.is_zero() for r in records)
         assert records[-1].to_dict()["rho"] == rho.plain
         assert store.verify_audit().intact
-    conn = sqlite3.connect(tmp_path / "state.db")
-    assert (
-        conn.execute("SELECT sum(rho_nano) FROM reservations").fetchone()[0] == rho.nano * accepted
-    )
-    conn.close()
+    assert query(location, "SELECT sum(rho_nano) FROM reservations") == [(rho.nano * accepted,)]
 
 
-def test_per_query_cap_bounds_rho_and_delta_zero_refuses_gaussian(tmp_path: Path) -> None:
-    with StateStore.open(tmp_path / "state.db") as store:
+def test_per_query_cap_bounds_rho_and_delta_zero_refuses_gaussian(
+    location: StateLocation,
+) -> None:
+    with StateStore.open(location) as store:
         store.add_analyst("alice", "v", budget(total="10", cap="0.5"), CHANGE)
         with pytest.raises(PerQueryCapExceeded, match="ρ="):
             store.reserve(attempt(), Cost.zcdp(Rho("0.2")))  # above 0.5²/2 = 0.125
@@ -163,11 +161,11 @@ def test_delta_and_mechanism_are_stored() -> None:
         Rho("-1")
 
 
-def test_stored_budget_round_trips(tmp_path: Path) -> None:
+def test_stored_budget_round_trips(location: StateLocation) -> None:
     made = AnalystBudget(
         total=Epsilon(2), default_per_query=Epsilon("0.1"), delta="1e-8", mechanism="gaussian"
     )
-    with StateStore.open(tmp_path / "state.db") as store:
+    with StateStore.open(location) as store:
         store.add_analyst("alice", "v", made, CHANGE)
         stored = store.analyst("alice")
         assert stored is not None and stored.budget == made

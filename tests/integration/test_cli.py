@@ -127,6 +127,8 @@ def test_demo_as_a_new_user_runs_it(tmp_path: Path) -> None:
                 "remaining": "9",
                 "per_query_default": "1",
                 "per_query_max": "5",
+                "delta": "1e-6",
+                "delta_spent": "0",
             }
         ]
     finally:

@@ -127,7 +127,8 @@ def test_show_budget_names_the_gaussian_cost(pipeline: Pipeline) -> None:
         )
     s = session(pipeline)
     shown = run(s, "SET dpproxy.mechanism = gaussian", "SHOW dpproxy.budget")[1].rows[0][0]
-    assert (
-        shown
-        == "10 left of 10 (0 spent; next query costs ρ=0.125, Gaussian; amounts are ε at δ=1e-6)"
+    assert shown == (
+        "10 left of 10 (0 spent; next query costs ρ=0.125, Gaussian; amounts are ε at δ=1e-6); "
+        "δ: 0 spent by partition selection, 1e-6 left of 1e-6 (a query grouping by keys "
+        "found in the data spends δ=1e-9)"
     )

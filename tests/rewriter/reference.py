@@ -43,7 +43,9 @@ def sum_cost_steps(rows: Sequence[Row], keep: Callable[[Row], bool] = lambda r: 
     total = 0
     for us in per_unit(rows, keep).values():
         values = [r[3] for r in us if r[3] is not None and math.isfinite(r[3])]
-        steps = [min(max(round(min(max(v, lower), upper) / COST_STEP), 0), hi) for v in values]
+        steps = [
+            min(max(math.floor(min(max(v, lower), upper) / COST_STEP + 0.5), 0), hi) for v in values
+        ]
         if steps:
             total += min(max(sum(steps), 0), C * hi)
     return total

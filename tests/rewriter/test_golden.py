@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
@@ -56,10 +57,63 @@ def joined_by_sex(sex: str) -> list[object]:
     ]
 
 
+Value = Callable[[reference.Row], float | None]
+
+
+def bins(
+    rows: list[reference.Row], value: Value, lower: float, inverse: float, count: int
+) -> list[int]:
+    """Rows per bin, floor(value * inverse - lower * inverse) within [0, count - 1], of rows with
+    a finite value; each patient has at most 3 such rows here (so none is dropped at random)."""
+    per_patient: dict[int, int] = {}
+    counts = [0] * count
+    for row in rows:
+        v = value(row)
+        if v is None or not math.isfinite(v):
+            continue
+        per_patient[row[1]] = per_patient.get(row[1], 0) + 1
+        assert per_patient[row[1]] <= reference.C, "the fixture must not depend on random picks"
+        counts[min(max(math.floor(v * inverse - lower * inverse), 0), count - 1)] += 1
+    return counts
+
+
+def clamped_cost(row: reference.Row) -> float | None:
+    cost = row[3]
+    return None if cost is None or not math.isfinite(cost) else min(max(cost, 0.0), 100.0)
+
+
+def clamped_stay(row: reference.Row) -> float | None:
+    return None if row[4] is None else float(min(max(row[4], 1), 10))
+
+
 # What each fixture's bounded query must return on SAMPLE_ROWS, computed independently:
 # one list of values per group present, keys first (sorted), then one total per measurement.
 EXPECTED: dict[str, list[list[object]]] = {
     "count_star": [[reference.count_rows(SAMPLE_ROWS)]],
+    # Keys from the data (partition selection): the groups present, then COUNT(*) and the
+    # count of patients per group twice (COUNT(DISTINCT patient_id), and partition
+    # selection's unit count); each patient has at most 2 stays <= 3: no random drop.
+    "group_by_data_key": [
+        [
+            stay,
+            reference.count_rows(SAMPLE_ROWS, lambda r, s=stay: r[4] == s),
+            reference.count_units(SAMPLE_ROWS, lambda r, s=stay: r[4] == s),  # COUNT(DISTINCT)
+            reference.count_units(SAMPLE_ROWS, lambda r, s=stay: r[4] == s),  # for selection
+        ]
+        for stay in (0, 1, 2, 3)
+    ],
+    # A public key (department) with a key from the data (stay): groups from the data,
+    # departments still restricted to their domain.
+    "group_by_mixed_keys": [
+        [
+            d,
+            stay,
+            reference.count_rows(SAMPLE_ROWS, lambda r, d=d, s=stay: (r[2], r[4]) == (d, s)),
+            reference.count_units(SAMPLE_ROWS, lambda r, d=d, s=stay: (r[2], r[4]) == (d, s)),
+            reference.count_units(SAMPLE_ROWS, lambda r, d=d, s=stay: (r[2], r[4]) == (d, s)),
+        ]
+        for d, stay in (("A", 1), ("A", 2), ("A", 3), ("B", 1))
+    ],
     "group_by_domain": [
         [
             d,
@@ -132,12 +186,64 @@ EXPECTED: dict[str, list[list[object]]] = {
     "integer_sum": [
         [reference.sum_stay(SAMPLE_ROWS, lambda r: r[3] is not None or r[2] in ("B",))]
     ],
+    # 64 bins of width 100/64 over cost's bounds [0, 100]; patient 2's NaN and inf are NULL.
+    "quantile_grouped": [
+        [
+            d,
+            reference.count_rows(SAMPLE_ROWS, lambda r, d=d: r[2] == d),
+            bins([r for r in SAMPLE_ROWS if r[2] == d], clamped_cost, 0.0, 0.64, 64),
+        ]
+        for d in ("A", "B")
+    ],
+    # stay in [1, 10]: one bin per integer; stay * 2 in [2, 20]: one bin per integer.
+    "quantile_within_group": [
+        [
+            bins([r for r in SAMPLE_ROWS if r[0] != 4 and r[2] == "B"], clamped_stay, 0.5, 1.0, 10),
+            bins(
+                [r for r in SAMPLE_ROWS if r[0] != 4],
+                lambda r: None if (s := clamped_stay(r)) is None else 2 * s,
+                1.5,
+                1.0,
+                19,
+            ),
+        ]
+    ],
     "where_functions": [
         [
             reference.sum_stay(SAMPLE_ROWS, lambda r: r[2].lower().startswith("a")),
             reference.count_values(SAMPLE_ROWS, 4, lambda r: r[2].lower().startswith("a")),
         ]
     ],
+    # Subqueries in WHERE (tests.rewriter.tables: departments B is floor 2; patients 1 and
+    # 3 are F, patient 1 born before 1960; patient 4 has no patients row).
+    "where_in_public": [[reference.count_rows(SAMPLE_ROWS, lambda r: r[2] == "B")]],
+    "where_in_unit": [
+        [
+            reference.count_rows(SAMPLE_ROWS, lambda r: r[1] in (1, 3)),
+            reference.sum_stay(SAMPLE_ROWS, lambda r: r[1] in (1, 3)),
+        ]
+    ],
+    "where_not_in_unit": [[reference.count_rows(SAMPLE_ROWS, lambda r: r[1] != 1)]],
+    # Only patient 1 has a stay over 10: 2 visits in A, 2 in B.
+    "where_exists_correlated": [
+        [d, reference.count_rows(SAMPLE_ROWS, lambda r, d=d: r[1] == 1 and r[2] == d)]
+        for d in ("A", "B")
+    ],
+    "where_not_exists_unit": [[reference.count_rows(SAMPLE_ROWS, lambda r: r[1] == 4)]],
+    # Prescriptions 1-3 are on visits 1 and 2 (department A) of patient 1: 3 rows, clamped
+    # to 2; doses 5 + 8 (10 clamped) + 1.
+    "where_in_fk_path": [[2, 5 + 8 + 1]],
+    # Visits with a prescription of dose > 4: 1 and 3, both patient 1's.
+    "where_exists_fk_child": [[reference.count_rows(SAMPLE_ROWS, lambda r: r[0] in (1, 3))]],
+    # Patients with a visit in a floor-2 department (B): 1 and 3.
+    "where_in_join": [[reference.count_rows(SAMPLE_ROWS, lambda r: r[1] in (1, 3))]],
+    "where_in_cte": [[reference.count_rows(SAMPLE_ROWS, lambda r: r[1] == 1)]],
+    # Joined rows: B is listed twice, so B visits count twice. Patient 1: 2 + 2x2 = 6 rows
+    # (clamped to 3), floors 1 + 1 + 4x2 = 10; patient 2: 2 rows, 2; patient 3: 2 rows, 4;
+    # patient 4: 1 row, 1.
+    "subquery_join_lookup": [[3 + 2 + 2 + 1, 10 + 2 + 4 + 1]],
+    # Per F patient, n = min(visits, 3 x 1 rows): patient 1 has 3, patient 3 has 1.
+    "subquery_per_unit_join": [[2, 3 + 1]],
 }
 
 
@@ -147,6 +253,8 @@ def normalized(rows: list[tuple[object, ...]]) -> list[list[object]]:
     def value(v: object) -> object:
         if isinstance(v, str) or v is None:
             return v
+        if isinstance(v, list):  # a quantile's counts per bin
+            return [value(c) for c in v]
         return int(v)  # type: ignore[call-overload]
 
     return sorted(([value(v) for v in row] for row in rows), key=repr)
@@ -171,7 +279,8 @@ def test_rewrite_matches_golden(name: str, dialect: str) -> None:
     path = FIXTURES / f"{name}.sql"
     sections = load(path)
     schema = "main" if dialect == "duckdb" else "public"
-    produced = plan(sections["input"], catalog(schema), PlanRequest(1.0, dialect)).sql  # type: ignore[arg-type]
+    request = PlanRequest(1.0, dialect, delta=1e-6)  # type: ignore[arg-type]
+    produced = plan(sections["input"], catalog(schema), request).sql
     if os.environ.get("DPPROXY_UPDATE_GOLDEN") == "1":
         sections[dialect] = produced
         path.write_text(

@@ -1,0 +1,413 @@
+"""Subqueries in WHERE: ``x [NOT] IN (SELECT …)``, ``[NOT] EXISTS (SELECT …)`` and scalar
+``(SELECT …)``, checked and rewritten as a whole for check_predicate.
+
+The bounding stays correct when whether a row is kept depends only on that row, on public
+tables and on its own person's rows: removing one person then removes that person's rows
+and changes no one else's. A subquery is accepted when it is
+
+- public: it reads public tables only (a correlation with the outer row is fine); a scalar
+  one computes one aggregate (MIN, MAX, COUNT, SUM, AVG), so it has exactly one row;
+- tied to the person: it reads protected tables, joined among themselves as check_joins
+  requires, and matches the outer row on the same person — ``unit IN (SELECT unit …)``, a
+  top-level ``inner.unit = outer.unit`` in the subquery's WHERE, or one hop of a declared
+  foreign-key path (``rx.visit_id IN (SELECT visit_id FROM visits …)``, or
+  ``EXISTS (SELECT 1 FROM prescriptions rx WHERE rx.visit_id = v.visit_id …)``).
+
+Anything else that reads protected data (a scalar value over everyone, a match on another
+column, an uncorrelated EXISTS) is rejected. The subquery's WHERE, ON and select list go
+through check_predicate again (recursively), so the allowlist applies at every depth.
+
+NULLs. SQL's ``x IN (S)`` is NULL, not false, when ``x`` is NULL and S is not empty, or
+when no element matches and S holds a NULL — a dependence on rows of other persons unless
+those rows belong to no one. Matching on the unit, a NULL on either side belongs to no
+person, and SQL semantics are kept exactly (NOT IN included). Along a foreign-key path the
+referenced column is a key, so never NULL for the data the path declares; a NULL there
+(which the declaration rules out) is handled per person: a subquery's NULL key is skipped,
+an outer NULL key gives NULL whatever the subquery holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from rewriter.catalog import Catalog, ColumnInfo
+from rewriter.errors import Rejected
+from rewriter.passes.check_joins import ResolvedJoin, check_joins, conjuncts, unwrap
+from rewriter.passes.check_predicate import check_predicate
+from rewriter.passes.check_shape import QueryShape, sources
+from rewriter.passes.check_types import (
+    BOOLEAN,
+    DATE,
+    LITERAL_TEXT,
+    NULL,
+    NUMBER,
+    TEXT,
+    TIME,
+    value_kind,
+)
+from rewriter.scope import Join, Scope, Source
+
+Expand = Callable[[exp.Expr, Catalog], tuple[exp.Expr, Catalog]]
+SELECT_LIST = "the subquery's select list"
+_ALLOWED_CLAUSES = frozenset({"expressions", "from", "from_", "joins", "where", "distinct"})
+_SCALAR_AGGREGATES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max)
+_STANDINS = {
+    NUMBER: exp.DataType.Type.DOUBLE,
+    TEXT: exp.DataType.Type.TEXT,
+    DATE: exp.DataType.Type.DATE,
+    TIME: exp.DataType.Type.TIMESTAMP,
+    BOOLEAN: exp.DataType.Type.BOOLEAN,
+}
+
+
+@dataclass(frozen=True)
+class NestedScope(Scope):
+    """A subquery's own tables, then the enclosing query's (correlated references).
+
+    As in SQL, a qualified name resolves to the innermost table of that name, and an
+    unqualified column to the innermost query that has a column of that name.
+    """
+
+    outer: Scope
+
+    def lookup(self, column: exp.Column, where: str) -> tuple[Source, ColumnInfo]:
+        if self._owns(column):
+            return super().lookup(column, where)
+        return self.outer.lookup(column, where)
+
+    def _owns(self, column: exp.Column) -> bool:
+        qualifier = column.table
+        if qualifier:
+            return any(qualifier.lower() in (s.reference.lower(), s.alias) for s in self.sources)
+        return any(s.table.columns.get(column.name.lower()) for s in self.sources)
+
+    def info(self, resolved: exp.Column) -> ColumnInfo:
+        for source in self.sources:
+            if source.alias == resolved.table:
+                return source.table.column(resolved.name)
+        return self.outer.info(resolved)
+
+
+def enclosing_sources(scope: Scope) -> tuple[Source, ...]:
+    """The sources of ``scope`` and of every query enclosing it."""
+    found = list(scope.sources)
+    while isinstance(scope, NestedScope):
+        scope = scope.outer
+        found.extend(scope.sources)
+    return tuple(found)
+
+
+class WhereSubqueries:
+    """The subquery check that check_predicate calls for WHERE (see the module's doc).
+
+    ``expand`` expands the subquery's own CTEs and FROM subqueries (subqueries.py);
+    ``prefix`` starts the generated aliases of the subqueries' tables (``q1_0``, …), unique
+    along any chain of nested subqueries.
+    """
+
+    def __init__(self, catalog: Catalog, expand: Expand, prefix: str = "q") -> None:
+        self._catalog = catalog
+        self._expand = expand
+        self._prefix = prefix
+        self._count = 0
+
+    def __call__(self, node: exp.Expr, scope: Scope, where: str) -> tuple[exp.Expr, exp.Expr]:
+        if isinstance(node, exp.In):
+            query = node.args["query"]
+            form, select = "IN", query.this if isinstance(query, exp.Subquery) else query
+        elif isinstance(node, exp.Exists):
+            form, select = "EXISTS", node.this
+        else:
+            # A scalar subquery's value can carry a row's raw value (an aggregate of an
+            # outer column), and arithmetic, casts or comparisons on it could then fail for
+            # particular values: an error that would depend on the data. Refused.
+            raise Rejected(
+                f"a subquery used as a value in {where} is not supported: its value could "
+                "carry a row's raw value, and an error on it would reveal that value",
+                hint="write the value as a constant (for a value over protected data, run it "
+                "as a DP query of its own and paste the noisy value), or use "
+                "x IN (SELECT …) / EXISTS (…)",
+            )
+        layer = self._layer(select, scope, where, form)
+        if form == "EXISTS":
+            for item in layer.select.expressions:
+                if not _is_star(item):
+                    check_predicate(_body(item), layer.scope, SELECT_LIST)
+            if layer.scope.protected and not any(
+                _link(c, layer.scope, scope) for c in conjuncts(layer.where or exp.true())
+            ):
+                raise _unlinked(layer.scope, form)
+            return exp.Exists(this=layer.sql(exp.Literal.number(1))), exp.Boolean(this=True)
+        output, kind = _output(layer.select, layer.scope, form)
+        if form == "scalar":
+            return exp.Subquery(this=layer.sql(output)), _standin(kind)
+        return _in(node.this, output, kind, layer=layer, scope=scope, where=where)
+
+    def _layer(self, select: exp.Expr, scope: Scope, where: str, form: str) -> _Layer:
+        """The subquery's tables (under fresh aliases), joins and WHERE, checked."""
+        if not isinstance(select, exp.Select):
+            raise Rejected(
+                f"a subquery in {where} must be one SELECT (no UNION, INTERSECT or EXCEPT)",
+                hint="write one SELECT, or combine conditions with OR",
+            )
+        if not isinstance(select.args.get("from") or select.args.get("from_"), exp.From):
+            raise Rejected(
+                f"a subquery in {where} must read FROM a table",
+                hint="write constant values as a list: x IN (1, 2, 3)",
+            )
+        expanded, catalog = self._expand(select, self._catalog)
+        if not isinstance(expanded, exp.Select):
+            raise Rejected(f"a subquery in {where} must be one SELECT")
+        _check_clauses(expanded, where)
+        self._count += 1
+        own, joins = sources(expanded, catalog, f"{self._prefix}{self._count}_")
+        inner = NestedScope(own.sources, outer=scope)
+        if inner.protected and form == "scalar":
+            raise Rejected(
+                f'a scalar subquery over protected table "{inner.protected[0].table.name}" '
+                "depends on every person's data, so its value cannot be used exactly",
+                hint="run it as a DP query of its own (e.g. SELECT AVG(cost) FROM visits) "
+                "and paste the noisy value into this query",
+            )
+        if inner.protected:
+            resolved_joins = check_joins(_shape(inner, joins)).joins
+        else:
+            resolved_joins = tuple(
+                ResolvedJoin(j.source, j.kind, check_predicate(j.on, inner, "JOIN … ON"))
+                for j in joins
+            )
+        condition = expanded.args.get("where")
+        resolved_where = (
+            check_predicate(condition.this, inner, where, subqueries=self)
+            if isinstance(condition, exp.Where)
+            else None
+        )
+        return _Layer(expanded, inner, resolved_joins, resolved_where)
+
+
+@dataclass(frozen=True)
+class _Layer:
+    """One subquery: as written (``select``), and its checked, resolved parts."""
+
+    select: exp.Select
+    scope: NestedScope
+    joins: tuple[ResolvedJoin, ...]
+    where: exp.Expr | None
+
+    def sql(self, value: exp.Expr, also: exp.Expr | None = None) -> exp.Select:
+        """``SELECT value FROM … [JOIN …] [WHERE … [AND also]]`` under the fresh aliases."""
+        built = exp.select(value).from_(_table(self.scope.sources[0]), copy=False)
+        for join in self.joins:
+            built = built.join(
+                _table(join.source), on=join.on.copy(), join_type=join.kind.upper(), copy=False
+            )
+        conditions = [c for c in (self.where, also) if c is not None]
+        if conditions:
+            built = built.where(exp.and_(*conditions), copy=False)
+        return built
+
+
+def _in(
+    written: exp.Expr, output: exp.Expr, kind: str, *, layer: _Layer, scope: Scope, where: str
+) -> tuple[exp.Expr, exp.Expr]:
+    """``written IN (SELECT output …)``, resolved, and its stand-in."""
+    outer = check_predicate(written, scope, where)
+    if isinstance(unwrap(outer), exp.Tuple):
+        raise Rejected("IN (SELECT …) compares one value", hint="compare one column")
+    outer_kind = value_kind(outer, scope, where)
+    if not _comparable(outer_kind, kind):
+        raise Rejected(
+            f"{written.sql(dialect='postgres')} IN (SELECT …) compares values of "
+            f"different types ({outer_kind}, {kind}); the database would convert them "
+            "row by row and could fail on some values",
+            hint="select a column of the same type as the value it is compared with",
+        )
+    link = None
+    if layer.scope.protected:
+        link = _link(exp.EQ(this=outer, expression=output), layer.scope, scope)
+        if link is None:
+            raise _unlinked(layer.scope, "IN")
+    also = None
+    if link == "key inside":
+        # The subquery's value is a key: a NULL key is no one's parent (see above).
+        also = exp.Not(this=exp.Is(this=output.copy(), expression=exp.Null()))
+    found: exp.Expr = exp.In(this=outer, query=exp.Subquery(this=layer.sql(output, also)))
+    if link == "key outside":
+        # The outer value is a key: NULL whatever the subquery holds (see above).
+        is_null = exp.Is(this=outer.copy(), expression=exp.Null())
+        found = exp.Paren(this=exp.Case(ifs=[exp.If(this=is_null, true=exp.Null())], default=found))
+    return found, exp.In(this=outer.copy(), expressions=[_standin(kind)])
+
+
+def _check_clauses(select: exp.Select, where: str) -> None:
+    for key, value in select.args.items():
+        if value is None or value == [] or value is False or key in _ALLOWED_CLAUSES:
+            continue
+        name = {"group": "GROUP BY", "order": "ORDER BY", "having": "HAVING"}.get(key, key.upper())
+        raise Rejected(
+            f"{name} inside a subquery in {where} is not supported",
+            hint="a subquery in WHERE reads rows: SELECT <column> FROM … [JOIN …] [WHERE …]",
+        )
+    distinct = select.args.get("distinct")
+    if isinstance(distinct, exp.Distinct) and distinct.args.get("on") is not None:
+        raise Rejected(f"DISTINCT ON inside a subquery in {where} is not supported")
+
+
+def _shape(scope: Scope, joins: tuple[Join, ...]) -> QueryShape:
+    return QueryShape(
+        scope=scope,
+        joins=joins,
+        select=(),
+        where=None,
+        group=(),
+        having=None,
+        order=None,
+        limit=None,
+        offset=None,
+    )
+
+
+def _is_star(item: exp.Expr) -> bool:
+    return isinstance(item, exp.Star) or (
+        isinstance(item, exp.Column) and isinstance(item.this, exp.Star)
+    )
+
+
+def _body(item: exp.Expr) -> exp.Expr:
+    return item.this if isinstance(item, exp.Alias) else item
+
+
+def _output(select: exp.Select, scope: Scope, form: str) -> tuple[exp.Expr, str]:
+    """The subquery's one value, resolved, and its kind."""
+    items = select.expressions
+    if len(items) != 1 or _is_star(items[0]):
+        raise Rejected(
+            f"a subquery used {'as a value' if form == 'scalar' else 'with IN'} must select "
+            "exactly one column",
+            hint="e.g. patient_id IN (SELECT patient_id FROM patients WHERE …)",
+        )
+    body = _body(items[0])
+    if form != "scalar":
+        value = check_predicate(body, scope, SELECT_LIST)
+        return value, value_kind(value, scope, SELECT_LIST)
+    if not isinstance(body, _SCALAR_AGGREGATES):
+        raise Rejected(
+            "a scalar subquery must compute one aggregate (MIN, MAX, COUNT, SUM or AVG) of "
+            "a public table, so that it has exactly one row",
+            hint="e.g. floor > (SELECT MIN(floor) FROM departments)",
+        )
+    argument = body.this
+    if isinstance(body, exp.Count) and isinstance(argument, exp.Star):
+        return exp.Count(this=exp.Star()), NUMBER
+    if isinstance(argument, exp.Distinct) or body.args.get("expressions"):
+        raise Rejected("DISTINCT and extra arguments are not supported in a scalar subquery")
+    value = check_predicate(argument, scope, SELECT_LIST)
+    kind = value_kind(value, scope, SELECT_LIST)
+    if isinstance(body, (exp.Sum, exp.Avg)) and kind not in (NUMBER, NULL):
+        raise Rejected(
+            f"{body.sql(dialect='postgres')} in a subquery needs a numeric value",
+            hint="SUM and AVG add numbers",
+        )
+    numeric = isinstance(body, (exp.Count, exp.Sum, exp.Avg))
+    return body.__class__(this=value), NUMBER if numeric else kind
+
+
+def _comparable(left: str, right: str) -> bool:
+    """As check_types compares: same kinds, a quoted literal with anything, dates with
+    timestamps."""
+    kinds = {left, right} - {NULL}
+    return (
+        len(kinds) <= 1
+        or (LITERAL_TEXT in kinds and len(kinds - {LITERAL_TEXT}) == 1)
+        or kinds == {DATE, TIME}
+    )
+
+
+def _standin(kind: str) -> exp.Expr:
+    """A value of ``kind`` that check_types reads like the subquery's value."""
+    if kind == NULL:
+        return exp.Null()
+    if kind == LITERAL_TEXT:
+        return exp.Literal.string("")
+    target = _STANDINS.get(kind)
+    if target is None:
+        raise Rejected(
+            "the subquery's value has a type dpproxy cannot compare safely",
+            hint="select a number, text, date, timestamp or boolean column",
+        )
+    return exp.cast(exp.Null(), target)
+
+
+def _link(condition: exp.Expr, inner: NestedScope, scope: Scope) -> str | None:
+    """How ``a = b`` ties a row of the subquery to the outer row's person, if it does:
+    "unit" (both privacy units), "key inside" (the outer row's foreign key = the key of a
+    subquery table), "key outside" (a subquery table's foreign key = the outer row's key)."""
+    if not isinstance(condition, exp.EQ):
+        return None
+    left, right = unwrap(condition.this), unwrap(condition.expression)
+    if not (isinstance(left, exp.Column) and isinstance(right, exp.Column)):
+        return None
+    own = {s.alias: s for s in inner.sources}
+    outer = {s.alias: s for s in enclosing_sources(scope)}
+    for a, b in ((left, right), (right, left)):
+        mine, theirs = own.get(a.table), outer.get(b.table)
+        if mine is None or theirs is None:
+            continue
+        mine_unit, their_unit = mine.table.privacy_unit, theirs.table.privacy_unit
+        if (
+            mine_unit is not None
+            and their_unit is not None
+            and mine_unit.name == a.name
+            and their_unit.name == b.name
+        ):
+            return "unit"
+        if _parent(theirs, b.name, mine, a.name):
+            return "key inside"
+        if _parent(mine, a.name, theirs, b.name):
+            return "key outside"
+    return None
+
+
+def _parent(child: Source, column: str, parent: Source, referenced: str) -> bool:
+    """True if ``child.column -> parent.referenced`` is the first hop of child's declared
+    path to its person (the very table it declares: never a subquery named like it)."""
+    path = child.table.unit_path
+    return (
+        bool(path)
+        and parent.table.derived is None
+        and (parent.table.schema, parent.table.name) == (path[0].table.schema, path[0].table.name)
+        and path[0].column == column
+        and path[0].referenced == referenced
+    )
+
+
+def _unlinked(inner: Scope, form: str) -> Rejected:
+    table = inner.protected[0].table
+    unit = table.privacy_unit
+    path = table.unit_path
+    key = unit.name if unit is not None else path[0].column if path else "?"
+    example = (
+        f"{key} IN (SELECT {key} FROM {table.name} WHERE …)"
+        if form == "IN"
+        else f"EXISTS (SELECT 1 FROM {table.name} x WHERE x.{key} = <outer table>.{key} AND …)"
+    )
+    return Rejected(
+        f'a subquery in WHERE over protected table "{table.name}" must match the outer row '
+        "on the same person (its privacy unit, or its declared foreign-key path); otherwise "
+        "whether a row counts would depend on other persons' data",
+        hint=f"e.g. {example}",
+    )
+
+
+def _table(source: Source) -> exp.Expr:
+    alias = exp.TableAlias(this=exp.to_identifier(source.alias, quoted=True))
+    if source.table.derived is not None:
+        return exp.Subquery(this=source.table.derived.copy(), alias=alias)
+    return exp.Table(
+        this=exp.to_identifier(source.table.name, quoted=True),
+        db=exp.to_identifier(source.table.schema, quoted=True),
+        alias=alias,
+    )
