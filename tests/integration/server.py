@@ -7,6 +7,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -137,3 +138,23 @@ def demo_server(
                 conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
     if "Traceback" in log:
         raise AssertionError(f"dpproxy logged an error:\n{log}")
+
+
+def session_loop(
+    server: RunningServer, gaussian: bool, answered: list[int], stop: threading.Event
+) -> None:
+    """Spend alice's budget with ε=0.05 COUNTs (Laplace, or Gaussian) until it is refused,
+    ``stop`` is set or the server goes away; one entry in ``answered`` per answer."""
+    try:
+        with psycopg.connect(server.dsn("alice"), autocommit=True, connect_timeout=10) as conn:
+            conn.execute("SET dpproxy.epsilon = 0.05")
+            if gaussian:
+                conn.execute("SET dpproxy.mechanism = gaussian")
+            while not stop.is_set():
+                try:
+                    conn.execute("SELECT COUNT(*) FROM visits").fetchall()
+                except psycopg.errors.ConfigurationLimitExceeded:
+                    return  # budget spent
+                answered.append(1)
+    except psycopg.OperationalError:
+        return  # the server was killed

@@ -10,12 +10,11 @@ import threading
 import time
 from pathlib import Path
 
-import psycopg
 import pytest
 
 from accountant import Decision, Epsilon, StateStore
 from proxy.demo_data import DemoSize, generate, write_duckdb
-from tests.integration.server import RunningServer, dpproxy, start, write_config
+from tests.integration.server import RunningServer, dpproxy, session_loop, start, write_config
 
 pytestmark = pytest.mark.integration
 
@@ -32,24 +31,6 @@ def admin(config: Path, *args: str) -> str:
     result = dpproxy(*args, "--config", str(config))
     assert result.returncode == 0, result.stderr
     return result.stdout
-
-
-def session_loop(
-    server: RunningServer, gaussian: bool, answered: list[int], stop: threading.Event
-) -> None:
-    try:
-        with psycopg.connect(server.dsn("alice"), autocommit=True, connect_timeout=10) as conn:
-            conn.execute("SET dpproxy.epsilon = 0.05")
-            if gaussian:
-                conn.execute("SET dpproxy.mechanism = gaussian")
-            while not stop.is_set():
-                try:
-                    conn.execute(COUNT).fetchall()
-                except psycopg.errors.ConfigurationLimitExceeded:
-                    return  # budget spent
-                answered.append(1)
-    except psycopg.OperationalError:
-        return  # the server was killed
 
 
 def run_sessions(

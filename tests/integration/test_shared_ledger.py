@@ -19,7 +19,7 @@ from psycopg import sql
 
 from accountant import Decision, Epsilon, PostgresState, StateStore
 from proxy.demo_data import DemoSize, generate, write_duckdb
-from tests.integration.server import RunningServer, dpproxy, start, write_config
+from tests.integration.server import RunningServer, dpproxy, session_loop, start, write_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
 
@@ -72,24 +72,6 @@ def query(state: PostgresState, statement: str) -> Any:
         row = conn.execute(statement).fetchone()  # type: ignore[arg-type]
     assert row is not None
     return row[0]
-
-
-def session_loop(
-    server: RunningServer, gaussian: bool, answered: list[int], stop: threading.Event
-) -> None:
-    try:
-        with psycopg.connect(server.dsn("alice"), autocommit=True, connect_timeout=10) as conn:
-            conn.execute("SET dpproxy.epsilon = 0.05")
-            if gaussian:
-                conn.execute("SET dpproxy.mechanism = gaussian")
-            while not stop.is_set():
-                try:
-                    conn.execute(COUNT).fetchall()
-                except psycopg.errors.ConfigurationLimitExceeded:
-                    return  # budget spent
-                answered.append(1)
-    except psycopg.OperationalError:
-        return  # the server was killed
 
 
 def run_sessions(
