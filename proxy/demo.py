@@ -114,6 +114,13 @@ upper = 20000
 lower = 0
 upper = 30
 
+[tables.visits.columns.visit_date]
+# The demo's visits run from 2020 to 2024. Date bounds let SUM/AVG use
+# EXTRACT(year FROM visit_date); dates outside are clamped to them. (month, quarter,
+# dow and the other fields with a fixed range need no bounds.)
+lower = 2020-01-01
+upper = 2024-12-31
+
 [tables.departments]
 public = true                # a lookup table without personal data: join it freely
 

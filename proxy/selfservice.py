@@ -1,10 +1,13 @@
 """Analysts see their own budget and history in SQL, without being charged.
 
-    SELECT * FROM dpproxy.my_budget;      -- one row: total, spent, left, per-query limits
+    SELECT * FROM dpproxy.my_budget;      -- one row: ε total, spent, left, per-query
+                                          -- limits; δ total, spent, left
     SELECT * FROM dpproxy.my_queries;     -- every attempt of this analyst, oldest first
     SELECT * FROM dpproxy.my_queries LIMIT 20;   -- the newest 20
 
 Answered from the state store, never from the data; only the asking analyst's own rows.
+Amounts are the ledger's exact values, as PostgreSQL writes a numeric (``0.0000000015``,
+never ``1.5e-9``): the δ columns are what partition selection spent (``accountant.ledger``).
 Failed logins (which anyone can cause under any name) and admin changes are not shown.
 """
 
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
+from decimal import Decimal
 
 from accountant import AuditRecord, Decision, Epsilon
 from proxy.responders import SessionContext
@@ -43,6 +47,9 @@ BUDGET_COLUMNS = (
     ColumnDescription("epsilon_remaining", NUMERIC),
     ColumnDescription("epsilon_default", NUMERIC),
     ColumnDescription("epsilon_per_query_max", NUMERIC),
+    ColumnDescription("delta_total", NUMERIC),
+    ColumnDescription("delta_spent", NUMERIC),
+    ColumnDescription("delta_remaining", NUMERIC),
 )
 QUERY_COLUMNS = (
     ColumnDescription("id", BIGINT, 8),
@@ -55,6 +62,7 @@ QUERY_COLUMNS = (
     ColumnDescription("epsilon_remaining", NUMERIC),
     ColumnDescription("rows", BIGINT, 8),
     ColumnDescription("duration_ms", FLOAT8, 8),
+    ColumnDescription("delta", NUMERIC),
 )
 
 
@@ -81,7 +89,7 @@ async def _my_budget(context: SessionContext) -> StatementResult:
     analyst = context.asker.analyst
     stored = await context.ledger.analyst(analyst)
     if stored is None:
-        row: tuple[str | None, ...] = (analyst, "0", None, "0", None, None)
+        row: tuple[str | None, ...] = (analyst, "0", None, "0", None, None, "0", None, "0")
     else:
         budget = stored.budget
         row = (
@@ -91,6 +99,9 @@ async def _my_budget(context: SessionContext) -> StatementResult:
             stored.remaining.plain,
             budget.default_per_query.plain,
             budget.effective_cap.plain,
+            plain_delta(budget.delta),
+            plain_delta(stored.delta_spent),
+            plain_delta(stored.delta_remaining),
         )
     return StatementResult(tag="SELECT 1", columns=BUDGET_COLUMNS, rows=(row,))
 
@@ -121,6 +132,7 @@ def _query_row(record: AuditRecord) -> tuple[str | None, ...]:
         _amount(record.remaining),
         None if record.rows is None else str(record.rows),
         None if record.duration_ms is None else repr(round(record.duration_ms, 3)),
+        plain_delta(record.delta or Decimal(0)),  # None: nothing spent (or before schema v4)
     )
 
 
@@ -131,3 +143,8 @@ def _timestamp(value: datetime) -> str:
 
 def _amount(value: Epsilon | None) -> str | None:
     return None if value is None else value.plain
+
+
+def plain_delta(value: Decimal) -> str:
+    """δ exactly, in PostgreSQL's text form of a numeric: ``0.0000000015``, ``0``."""
+    return format(value.normalize(), "f")

@@ -5,6 +5,7 @@ Built by the proxy from the backend's schema (never its data) and the configurat
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
@@ -29,12 +30,29 @@ class ColumnType(Enum):
     def numeric(self) -> bool:
         return self in (ColumnType.INTEGER, ColumnType.FLOAT, ColumnType.DECIMAL)
 
+    @property
+    def temporal(self) -> bool:
+        return self in (ColumnType.DATE, ColumnType.TIMESTAMP)
+
 
 @dataclass(frozen=True)
 class ColumnInfo:
     name: str
     type: ColumnType
     policy: ColumnPolicy
+
+    @property
+    def date_bounds(self) -> tuple[dt.date, dt.date] | None:
+        """A date or timestamp column's declared bounds as values of the column's type:
+        dates for a DATE column; datetimes for a TIMESTAMP column, where date bounds cover
+        whole days (lower from 00:00:00, upper until 23:59:59.999999). None without them."""
+        found = self.policy.date_bounds
+        if found is None or not self.type.temporal:
+            return None
+        lower, upper = found
+        if self.type is ColumnType.DATE or isinstance(lower, dt.datetime):
+            return lower, upper
+        return dt.datetime.combine(lower, dt.time.min), dt.datetime.combine(upper, dt.time.max)
 
 
 @dataclass(frozen=True)
@@ -144,11 +162,9 @@ def build_catalog(
                 f"{', '.join(sorted(columns))}"
             )
         for col, col_policy in policy.columns.items():
-            if col_policy.bounds is not None and not columns[col.lower()].numeric:
-                raise PolicyError(
-                    f"[tables.{table_name}.columns.{col}]: bounds are declared but the column "
-                    f"is of type {columns[col.lower()].value}, not numeric"
-                )
+            _check_bounds_fit(
+                f"[tables.{table_name}.columns.{col}]", col_policy, columns[col.lower()]
+            )
         col_policies = {c.lower(): p for c, p in policy.columns.items()}
         infos = {
             name: ColumnInfo(spelled[name], ty, col_policies.get(name, ColumnPolicy()))
@@ -156,6 +172,34 @@ def build_catalog(
         }
         tables[key] = TableInfo(schema=schema, name=db_name, columns=infos, policy=policy)
     return Catalog({key: _with_path(key, tables, ()) for key in tables})
+
+
+def _check_bounds_fit(where: str, policy: ColumnPolicy, kind: ColumnType) -> None:
+    """Numbers bound a numeric column; dates a date column; dates or date-times a
+    timestamp column."""
+    if policy.bounds is not None and not kind.numeric:
+        fix = (
+            ": give a date or timestamp column's bounds as dates (lower = 2020-01-01)"
+            if kind.temporal
+            else ""
+        )
+        raise PolicyError(
+            f"{where}: bounds are declared but the column is of type {kind.value}, not numeric{fix}"
+        )
+    found = policy.date_bounds
+    if found is None:
+        return
+    if not kind.temporal:
+        fix = ": give a numeric column's bounds as numbers (lower = 0)" if kind.numeric else ""
+        raise PolicyError(
+            f"{where}: date bounds are declared but the column is of type {kind.value}; only "
+            f"date and timestamp columns take date bounds{fix}"
+        )
+    if kind is ColumnType.DATE and isinstance(found[0], dt.datetime):
+        raise PolicyError(
+            f"{where}: the column is of type date but its bounds are date-times; give dates "
+            f"(lower = {found[0].date().isoformat()})"
+        )
 
 
 def _with_path(key: str, tables: dict[str, TableInfo], seen: tuple[str, ...]) -> TableInfo:

@@ -3,16 +3,29 @@
 Used to bound the value of an expression inside an aggregate (``SUM(price * qty)``,
 ``SUM(CASE WHEN … THEN 1 ELSE 0 END)``). Sound: the true value of the expression, with
 its columns clamped to their bounds, always lies within the computed interval.
+
+``EXTRACT(field FROM c)`` of a date or timestamp column is an integer in a fixed range for
+month [1, 12], day [1, 31], dow [0, 6], isodow [1, 7], doy [1, 366], quarter [1, 4],
+week [1, 53], and for a timestamp hour [0, 23] and minute [0, 59]: DuckDB and PostgreSQL
+give the same values for every date (±infinity gives NULL on both). year and isoyear need
+the column's declared date bounds (``ColumnInfo.date_bounds``: the cleaned column is
+clamped to them, ``rewriter.passes.bound_per_unit.clean``); both grow with the date, so
+their range is that of the bounds. The other fields are refused: second, epoch and the
+fractions of a second are not integers, and the engines disagree on some (PostgreSQL
+returns numeric, DuckDB integers or doubles); hour and minute of a date fail on
+PostgreSQL for non-NULL values only (an error that would reveal data).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlglot import exp
 
+from rewriter.catalog import ColumnInfo, ColumnType
 from rewriter.errors import Rejected
 from rewriter.underflow import check_underflow
 
@@ -39,12 +52,40 @@ class Interval:
 
 
 ColumnBounds = Callable[[exp.Column], Interval]
+#: What the catalog knows of a resolved column (``Scope.info``): EXTRACT needs its type
+#: and date bounds, which ColumnBounds (numbers only) does not give.
+ColumnInfos = Callable[[exp.Column], ColumnInfo]
 MAX_MAGNITUDE = 2.0**52
 
+#: EXTRACT fields with the same range for every date or timestamp.
+FIXED_FIELDS: dict[str, tuple[int, int]] = {
+    "MONTH": (1, 12),
+    "DAY": (1, 31),
+    "DOW": (0, 6),
+    "ISODOW": (1, 7),
+    "DOY": (1, 366),
+    "QUARTER": (1, 4),
+    "WEEK": (1, 53),
+}
+TIME_FIELDS: dict[str, tuple[int, int]] = {"HOUR": (0, 23), "MINUTE": (0, 59)}
+YEAR_FIELDS = frozenset({"YEAR", "ISOYEAR"})  # need the column's declared date bounds
+EXTRACT_FIELDS = "year, isoyear, quarter, month, week, day, dow, isodow, doy, hour, minute"
 
-def interval_of(node: exp.Expr, column_bounds: ColumnBounds) -> Interval:
-    """The interval of ``node`` (columns already resolved), or raise Rejected."""
-    found = _interval(node, column_bounds)
+
+@dataclass(frozen=True)
+class _Columns:
+    bounds: ColumnBounds
+    info: ColumnInfos | None
+
+
+def interval_of(
+    node: exp.Expr, column_bounds: ColumnBounds, column_info: ColumnInfos | None = None
+) -> Interval:
+    """The interval of ``node`` (columns already resolved), or raise Rejected.
+
+    ``column_info`` is needed for EXTRACT (without it, EXTRACT is refused)."""
+    columns = _Columns(column_bounds, column_info)
+    found = _interval(node, columns)
     if max(abs(found.lower), abs(found.upper)) > MAX_MAGNITUDE:
         raise Rejected(
             "the expression inside the aggregate can exceed ±2^52",
@@ -56,14 +97,14 @@ def interval_of(node: exp.Expr, column_bounds: ColumnBounds) -> Interval:
         return declared.lower, declared.upper, declared.integer
 
     def magnitude(part: exp.Expr) -> float:
-        inner = _interval(part, column_bounds)
+        inner = _interval(part, columns)
         return max(abs(inner.lower), abs(inner.upper))
 
     check_underflow(node, column, magnitude)
     return found
 
 
-def _interval(node: exp.Expr, bounds: ColumnBounds) -> Interval:
+def _interval(node: exp.Expr, bounds: _Columns) -> Interval:
     """The node's interval; every intermediate result must stay within ±2^52 as well, so
     that no step of the computation can overflow (an error that would depend on data)."""
     found = _node_interval(node, bounds)
@@ -75,11 +116,13 @@ def _interval(node: exp.Expr, bounds: ColumnBounds) -> Interval:
     return found
 
 
-def _node_interval(node: exp.Expr, bounds: ColumnBounds) -> Interval:
+def _node_interval(node: exp.Expr, bounds: _Columns) -> Interval:
     if isinstance(node, exp.Paren):
         return _interval(node.this, bounds)
     if isinstance(node, exp.Column):
-        return bounds(node)
+        return bounds.bounds(node)
+    if isinstance(node, exp.Extract):
+        return _extract(node, bounds.info)
     if isinstance(node, exp.Literal) and not node.is_string:
         value = float(node.this)
         return Interval(value, value, value.is_integer() and "." not in node.this)
@@ -148,9 +191,67 @@ def _node_interval(node: exp.Expr, bounds: ColumnBounds) -> Interval:
         f"cannot bound {node.sql(dialect='postgres')} inside an aggregate",
         hint=(
             "aggregate numeric columns with declared bounds, combined with + - * /, abs, "
-            "round, floor, ceil, least, greatest, coalesce, CASE, or numeric literals"
+            "round, floor, ceil, least, greatest, coalesce, CASE, EXTRACT(field FROM a date "
+            "or timestamp column), or numeric literals"
         ),
     )
+
+
+def _extract(node: exp.Extract, info: ColumnInfos | None) -> Interval:
+    written = node.sql(dialect="postgres")
+    field = node.this.name.upper()
+    source = node.expression.unnest() if node.expression is not None else None
+    if info is None:  # the caller knows no column types (not inside an aggregate)
+        raise Rejected(f"cannot bound {written} here")
+    if not isinstance(source, exp.Column):
+        raise Rejected(
+            f"cannot bound {written} inside an aggregate: EXTRACT inside an aggregate needs "
+            "a date or timestamp column",
+            hint="extract from a column itself, e.g. AVG(EXTRACT(year FROM visit_date))",
+        )
+    column = info(source)
+    if not column.type.temporal:
+        raise Rejected(
+            f'{written} inside an aggregate: column "{column.name}" is of type '
+            f"{column.type.value}, not a date or timestamp",
+            hint="EXTRACT inside an aggregate needs a date or timestamp column",
+        )
+    if field in TIME_FIELDS and column.type is ColumnType.DATE:
+        raise Rejected(
+            f'{written} inside an aggregate: "{column.name}" is a date, which has no '
+            f"{field.lower()}",
+            hint="extract hour or minute from a timestamp column",
+        )
+    fixed = FIXED_FIELDS.get(field) or TIME_FIELDS.get(field)
+    if fixed is not None:
+        return Interval(fixed[0], fixed[1], True)
+    if field not in YEAR_FIELDS:
+        raise Rejected(
+            f"{written} inside an aggregate: EXTRACT({field.lower()}) is not supported there "
+            "(seconds, epochs and fractions of a second are not whole numbers, and the "
+            "engines dpproxy runs on compute some of them differently)",
+            hint=f"extract one of {EXTRACT_FIELDS}",
+        )
+    declared = column.date_bounds
+    if declared is None:
+        raise Rejected(
+            f'{written} inside an aggregate needs date bounds for "{column.name}", and its '
+            "table's policy declares none",
+            hint=(
+                f"ask an admin to declare lower and upper for {column.name} as dates in the "
+                "configuration (lower = 2020-01-01, upper = 2024-12-31), or extract month, "
+                "quarter, week, day or another field with a fixed range"
+            ),
+        )
+    lower, upper = declared
+    if field == "YEAR":
+        return Interval(lower.year, upper.year, True)
+    # The ISO year never decreases as the date grows: its range is its bounds'.
+    return Interval(_iso_year(lower), _iso_year(upper), True)
+
+
+def _iso_year(day: dt.date) -> int:
+    return day.isocalendar().year
 
 
 def _binary(node: exp.Expr, left: Interval, right: Interval) -> Interval:
@@ -163,7 +264,7 @@ def _binary(node: exp.Expr, left: Interval, right: Interval) -> Interval:
     return Interval(min(corners), max(corners), integer)
 
 
-def _case(node: exp.Case, bounds: ColumnBounds) -> Interval:
+def _case(node: exp.Case, bounds: _Columns) -> Interval:
     if node.this is not None:
         raise Rejected(
             "CASE <value> WHEN … inside an aggregate is not supported; "

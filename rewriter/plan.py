@@ -172,7 +172,8 @@ class Plan:
         Values outside the bounds are clamped to them, so an average near a bound suggests
         many values at or beyond it: the true average may lie further out (bias). Computed
         from the released (noisy) values only, so it costs nothing; a warning, not a test.
-        It also fires for groups with (almost) no rows, whose average is meaningless.
+        It often fires for groups with (almost) no rows too: their noisy average is
+        meaningless and, the noise being large against so few rows, lands at a bound.
         Clamping of sums and bounding of rows per person cannot be seen without spending
         budget on it, so they are not flagged (the NOTICE always states the bounds).
         """
@@ -208,23 +209,33 @@ class Plan:
             if bins is None:
                 raise ReleaseError(f"measurement {output.numerator} has no bins")
             return bins.midpoint(noisy[output.numerator])  # the selected bin's midpoint
-        grid = self._measurement(output.numerator).spec.grid
+        spec = self._measurement(output.numerator).spec
+        grid = spec.grid
         if grid is None:
             raise ReleaseError(f"measurement {output.numerator} has no grid")
         total = noisy[output.numerator] * grid.step
         if output.aggregate is Aggregate.SUM:
+            if output.denominator is not None:  # c·n + Σ(x - c), in grid steps
+                steps = noisy[output.numerator] + spec.centre * noisy[output.denominator]
+                total = steps * grid.step
             return int(total) if grid.step == 1.0 else float(total)
         if output.denominator is None or output.bounds is None:
             raise ReleaseError("an average needs a count and bounds")
         count = max(noisy[output.denominator], 1)
-        # Post-processing: ratio of two noisy values, kept within the expression's bounds.
-        mean = min(output.bounds.upper, max(output.bounds.lower, total / count))
+        # Post-processing: the centre plus the noisy centred sum over the noisy count, kept
+        # within the expression's bounds (measurements: Σ(x - c) for averages).
+        centre = spec.centre * grid.step
+        low, high = output.bounds.lower - centre, output.bounds.upper - centre
+        offset = min(high, max(low, total / count))  # the mean's distance from the centre
         if output.aggregate is Aggregate.AVG:
-            return mean
-        return self._spread(output, noisy, count, mean)
+            return centre + offset
+        return self._spread(output, noisy, count, offset)
 
-    def _spread(self, output: OutputSpec, noisy: dict[str, int], count: int, mean: float) -> float:
-        """Variance or standard deviation from noisy Σx, Σx² and n (post-processing)."""
+    def _spread(
+        self, output: OutputSpec, noisy: dict[str, int], count: int, offset: float
+    ) -> float:
+        """Variance or standard deviation from noisy Σ(x - c), Σ(x - c)² and n
+        (post-processing; ``offset`` is the mean's distance from the centre c)."""
         if output.squares is None or output.bounds is None:
             raise ReleaseError("a variance needs a sum of squares")
         grid = self._measurement(output.squares).spec.grid
@@ -232,7 +243,7 @@ class Plan:
             raise ReleaseError("the sum of squares has no grid")
         squares = noisy[output.squares] * grid.step
         largest = ((output.bounds.upper - output.bounds.lower) / 2) ** 2
-        variance = min(largest, max(0.0, squares / count - mean * mean))
+        variance = min(largest, max(0.0, squares / count - offset * offset))
         if output.aggregate in (Aggregate.VAR_SAMP, Aggregate.STDDEV_SAMP):
             variance = min(largest * 2, variance * count / (count - 1)) if count > 1 else 0.0
         if output.aggregate in (Aggregate.STDDEV_POP, Aggregate.STDDEV_SAMP):
@@ -254,7 +265,9 @@ class Plan:
                 result.append(Accuracy(output.label, None, _quantile_note(measured)))
                 continue
             width = float(measured.mechanism.half_width())
-            if output.aggregate is Aggregate.AVG:
+            if output.aggregate is Aggregate.SUM and output.denominator is not None:
+                result.append(Accuracy(output.label, self._centred_sum_width(output)))
+            elif output.aggregate is Aggregate.AVG:
                 result.append(Accuracy(output.label, None, "noisy sum / noisy count"))
             elif output.squares is not None:
                 result.append(Accuracy(output.label, None, "from noisy Σx, Σx² and count"))
@@ -263,6 +276,23 @@ class Plan:
             else:
                 result.append(Accuracy(output.label, width))
         return tuple(result)
+
+    def _centred_sum_width(self, output: OutputSpec) -> float:
+        """A 95% half-width for c·n + Σ(x - c): each noise's 97.5% half-width, added (a
+        union bound: both hold together with probability at least 95%)."""
+        if output.denominator is None:
+            raise ReleaseError("a sum from a centred sum needs its count")
+        centred = self._measurement(output.numerator)
+        count = self._measurement(output.denominator)
+        grid = centred.spec.grid
+        if grid is None or isinstance(centred.mechanism, QuantileSelection):
+            raise ReleaseError("a centred sum needs a grid and a noisy total")
+        if isinstance(count.mechanism, QuantileSelection):
+            raise ReleaseError("a count needs a noisy total")
+        steps = centred.mechanism.half_width(0.975) + abs(
+            centred.spec.centre
+        ) * count.mechanism.half_width(0.975)
+        return float(steps) * grid.step
 
 
 def _output_type(output: OutputSpec, plan: Plan) -> str:
@@ -355,11 +385,20 @@ def _released_key(value: object, key: GroupKey) -> DomainValue:
 
 
 def _canonical(value: object) -> object:
-    """A key value in a form that compares equal across engines and the policy's domain."""
+    """A key value in a form that compares equal across engines and the policy's domain.
+
+    Whole numbers become exact ints (1, 1.0 and Decimal('1') are one key; 2^60 and 2^60 + 1
+    stay two: as floats they would merge into one released cell, where one person could
+    count several times); other numbers become floats (-0.0 is 0)."""
     if isinstance(value, bool) or value is None:
         return value
-    if isinstance(value, (int, float, Decimal)):
-        return float(value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, Decimal):
+        whole = value.is_finite() and value == value.to_integral_value()
+        return int(value) if whole else float(value)
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else value  # NaN, ±inf: not whole
     if isinstance(value, (dt.date, dt.datetime)):
         return value.isoformat()
     return str(value)

@@ -96,10 +96,11 @@ def _plan(sql: str, catalog: Catalog, request: PlanRequest) -> Plan:
     specs, outputs = plan_measurements(aggregates, joins.max_rows_per_unit)
     selected = from_data(keys)  # partition selection: one more share of the budget
     shares = len(specs) + selected
-    if selected:
-        groups = joins.max_groups_per_unit
-    else:
-        groups = min(joins.max_groups_per_unit, len(domain_cells(keys))) if keys else 1
+    # The groups one unit can touch: at most max_groups, and at most max_rows (each group
+    # it keeps holds at least one of its rows, bound_per_unit), and the domain's cells.
+    groups = min(joins.max_groups_per_unit, joins.max_rows_per_unit) if keys else 1
+    if keys and not selected:
+        groups = min(groups, len(domain_cells(keys)))
     measurements = _measure(specs, groups, request, shares)
     query = bounded_query(
         shape.scope,
@@ -129,23 +130,41 @@ def _measure(
     specs: tuple[MeasurementSpec, ...], groups: int, request: PlanRequest, shares: int
 ) -> tuple[Measurement, ...]:
     """Split the query's ε (Laplace: L1 over the groups) or ρ (Gaussian) equally in
-    ``shares`` (one per measurement, one more for partition selection)."""
+    ``shares`` (one per measurement, one more for partition selection).
+
+    Counts and sums: the partials of all of one unit's kept groups add up, in absolute
+    value, to at most one group's bound (``bound_per_unit``: rows are budgeted across
+    groups), so their L1 and L2 sensitivities are ``unit_bound`` whatever the groups.
+    Units (1 per group) and quantiles (a selection per group) count each of the
+    ``groups`` groups a unit can touch."""
     if request.mechanism == "gaussian":
         # A hair below the equal share, so the float sum of the maps never exceeds ρ.
         rho = request.epsilon**2 / 2 / shares * (1 - 1e-12)
         return tuple(
             Measurement(s, QuantileSelection.for_rho(s.alpha, s.unit_upper, rho, groups), 0.0, rho)
             if s.alpha is not None
-            else Measurement(s, DiscreteGaussian.for_rho(s.unit_bound, rho, groups), 0.0, rho)
+            else Measurement(
+                s, DiscreteGaussian.for_rho(s.unit_bound, rho, _touched(s, groups)), 0.0, rho
+            )
             for s in specs
         )
-    share = request.epsilon / shares
+    # A hair below the equal share, so the float sum of the maps never exceeds ε.
+    share = request.epsilon / shares * (1 - 1e-12)
     return tuple(
         Measurement(s, QuantileSelection.for_epsilon(s.alpha, s.unit_upper, share, groups), share)
         if s.alpha is not None
-        else Measurement(s, DiscreteLaplace.for_epsilon(groups * s.unit_bound, share), share)
+        else Measurement(
+            s, DiscreteLaplace.for_epsilon(_touched(s, groups) * s.unit_bound, share), share
+        )
         for s in specs
     )
+
+
+def _touched(spec: MeasurementSpec, groups: int) -> int:
+    """How many groups' totals one unit can change, each by at most ``unit_bound``, for the
+    sensitivity: ``groups`` for units; 1 for counts and sums, whose partials over all of a
+    unit's groups add up to at most ``unit_bound`` in absolute value."""
+    return groups if spec.kind is MeasureKind.UNITS else 1
 
 
 #: Partition selection's measurement: 1 for each privacy unit in the group (after each unit

@@ -8,9 +8,10 @@ row has a non-NULL x.
 
 So every value expression gets a *quantum*: a power of two q such that each value the
 expression can take is an integer multiple of q (hence 0 or at least q in magnitude).
-Integers have q = 1. A real column's cleaned values are flushed to 0 below
-:func:`flush_threshold` of its largest bound (``rewriter.passes.bound_per_unit.clean``),
-so they are multiples of that threshold's ulp. Then, exactly:
+Integers (integer columns, booleans, EXTRACT of a date or timestamp field) have q = 1.
+A real column's cleaned values are flushed to 0 below :func:`flush_threshold` of its
+largest bound (``rewriter.passes.bound_per_unit.clean``), so they are multiples of that
+threshold's ulp. Then, exactly:
 
 - a sum or difference of multiples of q1 and q2 is a multiple of min(q1, q2), even after
   rounding (a result that needs rounding is at least 2^53 times that quantum, and rounds
@@ -86,8 +87,8 @@ def _quantum(node: exp.Expr, bounds: Bounds, magnitude: Magnitude) -> float:
         return 1.0 if integer else real_quantum(max(abs(lower), abs(upper)))
     if isinstance(node, exp.Literal) and not node.is_string:
         return _literal_quantum(node.this)
-    if isinstance(node, exp.Boolean):
-        return 1.0
+    if isinstance(node, (exp.Boolean, exp.Extract)):
+        return 1.0  # EXTRACT of a date or timestamp field: integers (rewriter.intervals)
     if isinstance(node, (exp.Neg, exp.Abs)):
         return q(node.this)
     if isinstance(node, (exp.Add, exp.Sub)):

@@ -1,17 +1,19 @@
 """`dpproxy audit list|show|export|verify`: review the hash-chained audit log.
 
 Each record: time, analyst, client address, SQL as sent, decision and reason, ε charged,
-ε remaining, rows returned, duration; admin changes also name the OS user (actor).
+ε remaining, δ charged (partition selection), rows returned, duration; admin changes also
+name the OS user (actor).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from accountant import AuditRecord, Decision
+from accountant import AuditRecord, Decision, format_delta
 from proxy.admin.common import FORMATS, CommandError, emit, open_store, parse_time, render
 from proxy.settings import Settings
 
@@ -25,6 +27,7 @@ LIST_COLUMNS = (
     ("decision", "decision"),
     ("epsilon", "ε"),
     ("remaining", "ε left"),
+    ("delta", "δ"),
     ("rows", "rows"),
     ("duration_ms", "ms"),
     ("sql", "sql"),
@@ -54,7 +57,11 @@ def add_format(parser: argparse.ArgumentParser, default: str) -> None:
 
 
 def row(record: AuditRecord) -> dict[str, Any]:
-    data = record.to_dict()
+    """Every record with the same keys (CSV has one header): ρ and δ are "0" when the
+    record has none (nothing charged, or written before the schema had them)."""
+    data = {k: v for k, v in record.to_dict().items() if k not in ("rho", "delta")}
+    data["rho"] = "0" if record.rho is None else record.rho.plain
+    data["delta"] = format_delta(record.delta or Decimal(0))
     data["duration_ms"] = None if record.duration_ms is None else round(record.duration_ms, 3)
     return data
 

@@ -47,6 +47,7 @@ _BUDGET_KEYS = (
     "per_query_max",
     "delta",
     "delta_spent",
+    "delta_remaining",
 )
 BUDGET_COLUMNS = (
     ("analyst", "analyst"),
@@ -57,6 +58,7 @@ BUDGET_COLUMNS = (
     ("per_query_max", "max per query"),
     ("delta", "δ"),
     ("delta_spent", "δ spent (partition selection)"),
+    ("delta_remaining", "δ left"),
 )
 
 

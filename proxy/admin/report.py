@@ -1,5 +1,6 @@
 """`dpproxy report --out FILE.html`: one self-contained page (inline SVG, no scripts, no
-network) with, per analyst, ε spent over time, queries per day and refusals by reason."""
+network): every analyst's ε and δ spent and left, then per analyst ε spent over time,
+queries per day and refusals by reason."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from datetime import UTC, date, datetime
 from html import escape
 from pathlib import Path
 
-from accountant import AuditRecord, AuditVerification, Decision, StoredAnalyst
+from accountant import AuditRecord, AuditVerification, Decision, StoredAnalyst, format_delta
 from proxy.admin.common import CommandError, open_store, parse_time
 from proxy.settings import Settings
 
@@ -104,12 +105,15 @@ def _overview(analysts: list[StoredAnalyst]) -> str:
     rows = "".join(
         f"<tr><td>{escape(a.name)}</td><td class=n>{a.budget.total.plain}</td>"
         f"<td class=n>{a.spent.plain}</td><td class=n>{a.remaining.plain}</td>"
-        f"<td class=n>{_percent(a)}</td></tr>"
+        f"<td class=n>{_percent(a)}</td><td class=n>{format_delta(a.budget.delta)}</td>"
+        f"<td class=n>{format_delta(a.delta_spent)}</td>"
+        f"<td class=n>{format_delta(a.delta_remaining)}</td></tr>"
         for a in analysts
     )
     return (
         "<table><tr><th>analyst</th><th class=n>ε total</th><th class=n>ε spent</th>"
-        f"<th class=n>ε left</th><th class=n>used</th></tr>{rows}</table>"
+        "<th class=n>ε left</th><th class=n>used</th><th class=n>δ</th>"
+        f"<th class=n>δ spent</th><th class=n>δ left</th></tr>{rows}</table>"
     )
 
 

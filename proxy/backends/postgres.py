@@ -49,6 +49,10 @@ class PostgresBackend:
                     f"-c default_transaction_read_only=on -c statement_timeout={self._timeout_ms}"
                 ),
                 application_name="dpproxy",
+                # Text always arrives as UTF-8, whatever the DSN or PGCLIENTENCODING says: in
+                # another encoding a character it lacks would fail the fetch (an error that
+                # depends on the data), and SQL_ASCII would return bytes.
+                client_encoding="UTF8",
             )
         except psycopg.Error as error:
             raise BackendError(f"cannot connect to PostgreSQL: {error}") from None

@@ -18,7 +18,7 @@ from rewriter.errors import Rejected
 from rewriter.intervals import Interval, interval_of
 from rewriter.passes.check_predicate import ALLOWED_FUNCTIONS, allowed_node, check_predicate
 from rewriter.passes.check_shape import QueryShape
-from rewriter.passes.group_keys import GroupKey
+from rewriter.passes.group_keys import GroupKey, written_form
 from rewriter.passes.quantiles import is_quantile_call, min_max_rejected, quantile_call
 from rewriter.scope import Scope
 
@@ -181,11 +181,14 @@ def _aggregate(node: exp.Expr, shape: QueryShape, index: int) -> AggregateSpec:
     if quantile is not None:
         argument, alpha, word = quantile
         resolved = check_predicate(argument, shape.scope, word)
-        bounds = interval_of(resolved, lambda c: _column_bounds(c, shape.scope, word))
+        bounds = interval_of(
+            resolved, lambda c: _column_bounds(c, shape.scope, word), shape.scope.info
+        )
         return AggregateSpec(name, label, Aggregate.QUANTILE, resolved, condition, bounds, alpha)
     if any(isinstance(d, (exp.AggFunc, exp.Window)) for d in node.walk() if d is not node):
         raise Rejected("aggregates cannot be nested", sqlstate="42803")
     if isinstance(node, exp.Count):
+        _one_argument(node, "COUNT", allowed={"this", "big_int"})
         arg = node.this
         if isinstance(arg, exp.Star):
             return AggregateSpec(name, label, Aggregate.COUNT_ROWS, None, condition, None)
@@ -197,8 +200,11 @@ def _aggregate(node: exp.Expr, shape: QueryShape, index: int) -> AggregateSpec:
     if isinstance(node, (exp.Sum, exp.Avg)) or spread is not None:
         which = spread or (Aggregate.SUM if isinstance(node, exp.Sum) else Aggregate.AVG)
         word = which.value.split("(")[0]
+        _one_argument(node, word, allowed={"this"})
         resolved = check_predicate(node.this, shape.scope, word)
-        bounds = interval_of(resolved, lambda c: _column_bounds(c, shape.scope, word))
+        bounds = interval_of(
+            resolved, lambda c: _column_bounds(c, shape.scope, word), shape.scope.info
+        )
         return AggregateSpec(name, label, which, resolved, condition, bounds)
     for kind, word in _UNSUPPORTED.items():
         if isinstance(node, kind):
@@ -253,7 +259,8 @@ def _column_bounds(column: exp.Column, scope: Scope, word: str) -> Interval:
 def _replace_keys(
     node: exp.Expr, keys: tuple[GroupKey, ...], shape: QueryShape, where: str
 ) -> exp.Expr:
-    by_sql = {k.expression.sql(): k.name for k in keys}
+    # Matched as written (columns resolved): a key's SQL may be rewritten (cleaned, cast).
+    by_sql = {k.written.sql(): k.name for k in keys}
 
     def replace(sub: exp.Expr) -> exp.Expr:
         if isinstance(sub, exp.Column) and _is_released(sub):
@@ -261,10 +268,10 @@ def _replace_keys(
         if not sub.find(exp.Column) or not by_sql:
             return sub
         try:
-            resolved = check_predicate(sub, shape.scope, where)
+            written = written_form(sub, shape.scope)
         except Rejected:
             return sub
-        key = by_sql.get(resolved.sql())
+        key = by_sql.get(written.sql())
         return exp.column(key, quoted=True) if key is not None else sub
 
     replaced = node.transform(replace)
@@ -301,3 +308,16 @@ def check_post_node(node: exp.Expr, where: str) -> None:
                 hint=f"allowed functions: {ALLOWED_FUNCTIONS}",
             )
         raise Rejected(f"{node.key.upper()} is not allowed in {where}")
+
+
+def _one_argument(node: exp.Expr, word: str, *, allowed: set[str]) -> None:
+    """Refuse anything set on an aggregate besides its one argument (``COUNT(a, b)`` would
+    otherwise be answered as ``COUNT(a)``): fail closed on arguments sqlglot may add."""
+    extra = sorted(k for k, v in node.args.items() if k not in allowed and v not in (None, []))
+    if extra:
+        raise Rejected(
+            f"{word} takes exactly one argument here: "
+            f"{node.sql(dialect='postgres')} is not supported",
+            sqlstate="42883",
+            hint=f"write {word}(expression) with a single expression",
+        )

@@ -4,10 +4,21 @@ Per privacy unit first: the innermost query groups the rows (after the WHERE) by
 GROUP BY keys and computes each measurement's partial: COUNT of rows or values, 1 for the
 unit, SUM of values clamped to their bounds on the integer grid. Columns are cleaned before
 use: NaN and infinities become NULL, numeric values are clamped to their declared bounds.
-With GROUP BY, each unit keeps at most ``max_groups_per_unit`` groups, chosen at random
-(independently of the data). The outer query clamps every partial to the per-unit limits
-and sums across units, per group. The result: one row per group present, with the keys and
-one exact integer per measurement.
+With GROUP BY, each unit keeps at most ``max_groups_per_unit`` groups, taken in an order
+drawn at random (independently of the data), and only as many of them as fit within
+``max_rows_per_unit`` rows in all: a group is kept while the unit's rows in it and in the
+groups before it, each group's counted as at most ``max_rows_per_unit``, add up to at
+most ``max_rows_per_unit`` (whole groups are kept or dropped, so that an average's sum
+and count describe the same rows). The outer query clamps every partial to the per-unit
+limits and sums across units, per group. The result: one row per group present, with the
+keys and one exact integer per measurement.
+
+Why the row budget across groups: a kept group's partial of a count or sum is at most
+its rows (at most ``max_rows_per_unit``) times the largest value in magnitude, so the
+partials of all of a unit's kept groups add up, in absolute value, to at most
+``max_rows_per_unit`` times the largest value: the L1 (and L2) sensitivity over all groups
+is one group's, not ``max_groups_per_unit`` times it. A unit keeps at most
+min(``max_groups_per_unit``, ``max_rows_per_unit``) groups (each kept group has a row).
 
 Quantiles (``MeasureKind.BINS``) need rows, not sums: their rows are chosen before the
 per-unit grouping. Then the rows (after the WHERE) first go through a row-level query that
@@ -20,6 +31,8 @@ The outer query returns the bins' totals as one array per quantile.
 """
 
 from __future__ import annotations
+
+import datetime as dt
 
 from sqlglot import exp
 
@@ -35,6 +48,8 @@ RANKED_ALIAS = "r"
 UNIT_COLUMN = "unit_id"
 RANK_COLUMN = "group_rank"
 RANDOM_COLUMN = "group_draw"
+GROUP_ROWS_COLUMN = "group_rows"  # the unit's rows in the group
+ROWS_SO_FAR_COLUMN = "rows_so_far"  # the unit's rows in this group and those before it
 ROWS_ALIAS = "w"  # quantiles: the row-level query
 PICKED_ALIAS = "p"  # quantiles: the rows with their random order per unit and group
 BIN_SUFFIX = "_bin"
@@ -65,6 +80,9 @@ def bounded_query(
     if keys:
         # A random draw per (unit, group), independent of the data, to choose the groups.
         selects.append(exp.alias_(exp.Rand(), RANDOM_COLUMN, quoted=True, copy=False))
+        selects.append(
+            exp.alias_(exp.Count(this=exp.Star()), GROUP_ROWS_COLUMN, quoted=True, copy=False)
+        )
     grouping = [unit_ref.copy(), *(k.expression.copy() for k in keys)]
     conditions: list[exp.Expr] = []
     if where is not None:
@@ -92,14 +110,25 @@ def bounded_query(
     source: exp.Expr = exp.alias_(inner.subquery(), UNIT_ALIAS, quoted=True, copy=False)
     per_unit = UNIT_ALIAS
     if keys:
-        # Each unit keeps at most max_groups of its groups, chosen at random.
+        # Each unit keeps at most max_groups of its groups, in a random order, while their
+        # rows (each group's counted as at most max_rows) add up to at most max_rows.
+        order = exp.Order(expressions=[exp.Ordered(this=_col(RANDOM_COLUMN, UNIT_ALIAS))])
         rank = exp.Window(
-            this=exp.RowNumber(),
+            this=exp.RowNumber(), partition_by=[_col(UNIT_COLUMN, UNIT_ALIAS)], order=order
+        )
+        group_rows = _clamp(_col(GROUP_ROWS_COLUMN, UNIT_ALIAS), 0, joins.max_rows_per_unit)
+        so_far = exp.Window(
+            this=exp.Sum(this=group_rows),
             partition_by=[_col(UNIT_COLUMN, UNIT_ALIAS)],
-            order=exp.Order(expressions=[exp.Ordered(this=_col(RANDOM_COLUMN, UNIT_ALIAS))]),
+            order=order.copy(),
+            spec=exp.WindowSpec(
+                kind="ROWS", start="UNBOUNDED", start_side="PRECEDING", end="CURRENT ROW"
+            ),
         )
         ranked = exp.select(
-            exp.Star(), exp.alias_(rank, RANK_COLUMN, quoted=True, copy=False)
+            exp.Star(),
+            exp.alias_(rank, RANK_COLUMN, quoted=True, copy=False),
+            exp.alias_(so_far, ROWS_SO_FAR_COLUMN, quoted=True, copy=False),
         ).from_(source, copy=False)
         per_unit = RANKED_ALIAS
         source = exp.alias_(ranked.subquery(), RANKED_ALIAS, quoted=True, copy=False)
@@ -116,15 +145,27 @@ def bounded_query(
         outer = outer.select(exp.alias_(value, m.key, quoted=True, copy=False), copy=False)
     outer = outer.from_(source, copy=False)
     if keys:
-        outer = outer.where(
-            exp.LTE(this=_col(RANK_COLUMN, per_unit), expression=exp.Literal.number(max_groups)),
-            copy=False,
-        ).group_by(*(_col(k.name, per_unit) for k in keys), copy=False)
+        kept = exp.and_(
+            exp.LTE(this=_col(RANK_COLUMN, per_unit), expression=_integer(max_groups)),
+            exp.LTE(
+                this=_col(ROWS_SO_FAR_COLUMN, per_unit),
+                expression=_integer(joins.max_rows_per_unit),
+            ),
+        )
+        outer = outer.where(kept, copy=False).group_by(
+            *(_col(k.name, per_unit) for k in keys), copy=False
+        )
     return outer
 
 
 def _total(partial: exp.Column, m: MeasurementSpec) -> exp.Expr:
-    total = exp.Sum(this=_clamp(partial, m.unit_lower, m.unit_upper))
+    """The sum over units of each unit's partial, clamped to its limits.
+
+    A sum over a group whose values are all NULL is NULL: it counts as 0, not as a bound
+    (GREATEST and LEAST skip NULL, so clamping NULL would give the lower limit), so that
+    every partial lies between its rows times the smallest and the largest value."""
+    partial_or_0 = exp.func("COALESCE", partial, exp.Literal.number(0))
+    total = exp.Sum(this=_clamp(partial_or_0, m.unit_lower, m.unit_upper))
     return exp.func("COALESCE", total, exp.Literal.number(0))
 
 
@@ -293,28 +334,61 @@ def _partial(m: MeasurementSpec, scope: Scope) -> exp.Expr:
     if m.argument is None or m.grid is None or m.bounds is None:
         raise ValueError("a sum measurement needs an argument and a grid")
     value = on_grid(clean(m.argument, scope), m)
+    if m.centre:
+        # A centred sum (averages, variances): the steps from the centre, in integers.
+        value = exp.Sub(this=value, expression=_integer(m.centre))
     return exp.Sum(this=value if condition is None else _when(condition, value))
 
 
 def clean(expression: exp.Expr, scope: Scope) -> exp.Expr:
-    """The expression with its columns cleaned: NaN/±infinity as NULL, numbers clamped."""
+    """The expression with its columns cleaned: NaN/±infinity as NULL, numbers clamped.
+
+    A date or timestamp column with declared bounds is clamped to them (±infinity and
+    years outside the bounds included), so that EXTRACT(year FROM c) lies within the
+    bounds' years (rewriter.intervals). The bounds are written CAST('…' AS DATE) or
+    CAST('…' AS TIMESTAMP), so that both engines compare them as the column's type.
+    """
+
+    def moment(value: dt.date, kind: ColumnType) -> exp.Expr:
+        if kind is ColumnType.DATE:
+            return exp.cast(exp.Literal.string(value.isoformat()), exp.DataType.Type.DATE)
+        if not isinstance(value, dt.datetime):
+            raise ValueError("a timestamp column's bounds are datetimes (ColumnInfo)")
+        text = value.isoformat(sep=" ", timespec="microseconds")
+        return exp.cast(exp.Literal.string(text), exp.DataType.Type.TIMESTAMP)
 
     def replace(node: exp.Expr) -> exp.Expr:
         if not isinstance(node, exp.Column):
             return node
         info = scope.info(node)
         value: exp.Expr = node.copy()
+        dates = info.date_bounds
+        if dates is not None:
+            # CASE keeps NULL as NULL, as for integers below.
+            first, last = (moment(d, info.type) for d in dates)
+            return exp.Case(
+                ifs=[
+                    exp.If(this=exp.LT(this=node.copy(), expression=first.copy()), true=first),
+                    exp.If(this=exp.GT(this=node.copy(), expression=last.copy()), true=last),
+                ],
+                default=value,
+            )
         bounds = info.policy.bounds
         if bounds is not None and info.type is ColumnType.INTEGER:
             # CASE keeps NULL as NULL (GREATEST and LEAST would turn it into a bound).
             low, high = (_integer(int(b)) if float(b).is_integer() else _number(b) for b in bounds)
-            return exp.Case(
+            clamped = exp.Case(
                 ifs=[
                     exp.If(this=exp.LT(this=node.copy(), expression=low.copy()), true=low),
                     exp.If(this=exp.GT(this=node.copy(), expression=high.copy()), true=high),
                 ],
                 default=value,
             )
+            if not all(float(b).is_integer() for b in bounds):
+                return clamped
+            # BIGINT: arithmetic on the value (within ±2^52 by its interval) must not
+            # overflow a narrower column type (INTEGER, SMALLINT) on rows that reach it.
+            return exp.cast(clamped, exp.DataType.Type.BIGINT)
         if info.type in REAL_TYPES:
             if bounds is not None:
                 value = _clamp_flushed(exp.cast(value, exp.DataType.Type.DOUBLE), *bounds)

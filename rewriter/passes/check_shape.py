@@ -2,10 +2,17 @@
 
 Produces a :class:`QueryShape` holding the parts later passes rewrite: the tables and
 joins, the select list, WHERE, GROUP BY, HAVING, ORDER BY, LIMIT and OFFSET.
+
+Fail closed: a pass rebuilds the SQL from the parts it understands, so every other clause
+sqlglot can attach (to a SELECT, a table, a join, a GROUP BY or LIMIT, an alias) is
+refused, not dropped. The checks compare the arguments a node has set with an allowlist
+(:func:`unsupported_clause`, :func:`check_table`, :func:`check_alias`), so an argument a
+later sqlglot adds is refused too. The subquery passes use the same checks.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from sqlglot import exp
@@ -43,7 +50,7 @@ _CLAUSE_NAMES = {
     "locks": "FOR UPDATE/SHARE",
     "laterals": "LATERAL",
     "pivots": "PIVOT",
-    "sample": "TABLESAMPLE",
+    "sample": "USING SAMPLE",  # of a SELECT; TABLESAMPLE is on a table (check_table)
     "prewhere": "PREWHERE",
     "settings": "SETTINGS",
     "format": "FORMAT",
@@ -56,31 +63,196 @@ _CLAUSE_NAMES = {
     "operation_modifiers": "query modifiers",
     "options": "query options",
     "hint": "optimizer hints",
+    "exclude": "SELECT * EXCLUDE",
+    "except_": "* EXCEPT / EXCLUDE",
+    "replace": "* REPLACE",
+    "rename": "* RENAME",
+    "for_": "FOR",
+    "group": "GROUP BY",
+    "having": "HAVING",
+    "order": "ORDER BY",
+    "limit": "LIMIT",
+    "offset": "OFFSET",
+    "fetch": "FETCH FIRST … ROWS",
+    "joins": "JOIN",
+    # Parts of a clause (see unsupported_clause).
+    "group.all": "GROUP BY ALL",
+    "group.grouping_sets": "GROUPING SETS",
+    "group.cube": "CUBE",
+    "group.rollup": "ROLLUP",
+    "group.totals": "GROUP BY … WITH TOTALS",
+    "limit.limit_options": "LIMIT … PERCENT / WITH TIES",
+    "limit.offset": "LIMIT offset, count",
+    "limit.expressions": "LIMIT … BY",
+    "distinct.on": "DISTINCT ON",
+    # Of a table in FROM / JOIN (see check_table).
+    "only": "ONLY",
+    "ordinality": "WITH ORDINALITY",
+    "rows_from": "ROWS FROM",
+    "hints": "table hints",
+    "indexed": "INDEXED BY",
+    "partition": "PARTITION",
+    "system_time": "FOR SYSTEM_TIME",
+    "version": "time travel (AT / BEFORE / FOR VERSION)",
+    "when": "time travel (AT / BEFORE)",
+    "changes": "CHANGES",
+    "pattern": "a file pattern",
+    # Of a join (see sources).
+    "global_": "GLOBAL",
+    "match_condition": "MATCH_CONDITION",
+    "nearest": "NEAREST",
+    "directed": "DIRECTED",
+    "expressions": "a join's extra expressions",
 }
-_ALLOWED_ARGS = frozenset(
-    {
-        "expressions",
-        "from",
-        "from_",
-        "joins",
-        "where",
-        "group",
-        "having",
-        "order",
-        "limit",
-        "offset",
-    }
-)
+_CLAUSE_HINTS = {
+    "sample": "remove it: dpproxy answers over all the rows (its noise already protects "
+    "each person)",
+    "fetch": "write LIMIT n instead",
+    "limit.limit_options": "write LIMIT n (a number of rows)",
+    "limit.offset": "write LIMIT count OFFSET offset",
+    "group.all": "list the keys: GROUP BY a, b",
+    "group.grouping_sets": "run one query per grouping",
+    "group.cube": "run one query per grouping",
+    "group.rollup": "run one query per grouping",
+}
+
+# Clauses, for unsupported_clause: for each argument of a SELECT a pass reads, the class of
+# its node and the arguments of that node the pass reads; None for a list (the select list,
+# the joins) that the pass checks item by item.
+Clauses = Mapping[str, tuple[type[exp.Expr], frozenset[str]] | None]
+ROWS: Clauses = {
+    "expressions": None,
+    "from": (exp.From, frozenset({"this"})),
+    "from_": (exp.From, frozenset({"this"})),
+    "joins": None,
+    "where": (exp.Where, frozenset({"this"})),
+}
+GROUP: Clauses = {"group": (exp.Group, frozenset({"expressions"}))}
+_TOP_LEVEL: Clauses = {
+    **ROWS,
+    **GROUP,
+    "having": (exp.Having, frozenset({"this"})),
+    "order": None,  # copied whole into the post-processing query
+    "limit": (exp.Limit, frozenset({"expression"})),
+    "offset": (exp.Offset, frozenset({"expression"})),
+}
+_TABLE_ARGS = frozenset({"this", "db", "catalog", "alias"})
+_JOIN_ARGS = frozenset({"this", "on", "using", "side", "kind", "method"})
+
+
+def set_args(node: exp.Expr) -> list[str]:
+    """The arguments set on ``node``: those with a value other than None, False, "" or []."""
+    return [
+        key
+        for key, value in node.args.items()
+        if not (
+            value is None
+            or value is False
+            or value == ""
+            or (isinstance(value, list) and not value)
+        )
+    ]
+
+
+def unsupported_clause(node: exp.Expr, clauses: Clauses) -> str | None:
+    """The first clause set on ``node`` that ``clauses`` does not allow, or that has a part
+    it does not allow (``"group.all"``, ``"limit.limit_options"``), or whose node is of
+    another class (its key: ``"fetch"``); None if there is none. See clause_name."""
+    for key in set_args(node):
+        if key not in clauses:
+            return "fetch" if isinstance(node.args[key], exp.Fetch) else key
+        allowed = clauses[key]
+        if allowed is None:
+            continue
+        kind, parts = allowed
+        value = node.args[key]
+        if not isinstance(value, kind):
+            return value.key if isinstance(value, exp.Expr) else key
+        extra = next((k for k in set_args(value) if k not in parts), None)
+        if extra is not None:
+            return f"{key}.{extra}"
+    return None
+
+
+def refuse_extra(node: exp.Expr, allowed: frozenset[str], where: str, hint: str) -> None:
+    """Refuse ``node`` if it has an argument set that is not in ``allowed``: "<clause>
+    <where> is not supported"."""
+    extra = next((k for k in set_args(node) if k not in allowed), None)
+    if extra is not None:
+        raise Rejected(f"{clause_name(extra)} {where} is not supported", hint=hint)
+
+
+def clause_name(key: str) -> str:
+    """How the SQL writes the clause ``key`` (an argument name, or ``clause.part``)."""
+    name = _CLAUSE_NAMES.get(key)
+    if name is not None:
+        return name
+    clause, _, part = key.partition(".")
+    if part:
+        return f"{clause_name(clause)} … {part.upper().strip('_')}"
+    return key.upper().strip("_")
+
+
+def clause_hint(key: str) -> str | None:
+    """What to write instead of the clause ``key``, where there is a specific answer."""
+    return _CLAUSE_HINTS.get(key)
+
+
+def unparenthesize(query: exp.Expr, where: str, hint: str) -> exp.Expr:
+    """The query inside extra parentheses (``((SELECT …))``); a clause on the parentheses
+    (``((SELECT …) LIMIT 1)``) is refused (``where``: "in FROM", "in WHERE")."""
+    while isinstance(query, exp.Subquery):
+        unsupported = unsupported_clause(query, {"this": None})
+        if unsupported is not None:
+            raise Rejected(
+                f"{clause_name(unsupported)} on a parenthesized subquery {where} is not supported",
+                hint=clause_hint(unsupported) or hint,
+            )
+        query = query.this
+    return query
+
+
+def check_table(node: exp.Table) -> None:
+    """Refuse any clause on a table in FROM / JOIN but its name, schema and alias (the passes
+    rebuild each table from those alone)."""
+    name = node.name
+    for key in set_args(node):
+        if key in _TABLE_ARGS:
+            continue
+        if key == "sample":
+            raise Rejected(
+                f'TABLESAMPLE on table "{name}" is not supported: a sample answers for some '
+                "of the rows, not for the table",
+                hint=clause_hint("sample"),
+            )
+        raise Rejected(
+            f'{clause_name(key)} on table "{name}" is not supported',
+            hint="name the table alone: FROM <table> [AS <alias>]",
+        )
+    check_alias(node)
+
+
+def check_alias(node: exp.Expr) -> None:
+    """Refuse a column list in ``node``'s alias (``AS s(a, b)`` renames columns by position,
+    which the passes do not carry)."""
+    alias = node.args.get("alias")
+    if alias is None:
+        return
+    if not isinstance(alias, exp.TableAlias) or set_args(alias) != ["this"]:
+        raise Rejected(
+            f"the column list in {alias.sql(dialect='postgres')} is not supported",
+            hint="name the columns in the select list instead: (SELECT a AS x, b AS y FROM …) s",
+        )
 
 
 def check_shape(tree: exp.Expr, catalog: Catalog) -> QueryShape:
     if not isinstance(tree, exp.Select):
         raise Rejected(_statement_message(tree))
-    for key, value in tree.args.items():
-        if key in _ALLOWED_ARGS or value is None or value == [] or value is False:
-            continue
-        clause = _CLAUSE_NAMES.get(key, key.upper())
-        raise Rejected(f"{clause} is not supported yet")
+    unsupported = unsupported_clause(tree, _TOP_LEVEL)
+    if unsupported is not None:
+        raise Rejected(
+            f"{clause_name(unsupported)} is not supported yet", hint=clause_hint(unsupported)
+        )
     scope, joins = sources(tree, catalog)
     table = scope.driver.table
     for item in tree.expressions:
@@ -97,10 +269,6 @@ def check_shape(tree: exp.Expr, catalog: Catalog) -> QueryShape:
     order = tree.args.get("order")
     limit = tree.args.get("limit")
     offset = tree.args.get("offset")
-    if isinstance(group, exp.Group) and any(
-        group.args.get(k) for k in ("grouping_sets", "cube", "rollup")
-    ):
-        raise Rejected("GROUPING SETS, CUBE and ROLLUP are not supported yet")
     return QueryShape(
         scope=scope,
         joins=joins,
@@ -160,6 +328,7 @@ def _source(node: exp.Expr, catalog: Catalog, generated: str) -> Source:
         raise Rejected("FROM must name a table; subqueries and table functions are not supported")
     if node.args.get("catalog") is not None:
         raise Rejected("database-qualified table names are not supported", sqlstate="42P01")
+    check_table(node)
     db = node.args.get("db")
     table = catalog.table(node.name, db.name if isinstance(db, exp.Identifier) else None)
     alias = node.args.get("alias")
@@ -168,12 +337,25 @@ def _source(node: exp.Expr, catalog: Catalog, generated: str) -> Source:
 
 
 def _join_kind(join: exp.Join, joined: Source) -> str:
+    refuse_extra(
+        join,
+        _JOIN_ARGS,
+        "in a JOIN",
+        hint="write JOIN <table> ON <condition>, or LEFT JOIN <public table> ON …",
+    )
     side = (join.side or "").upper()
     kind = (join.kind or "").upper()
-    if kind in ("CROSS", "NATURAL") or join.args.get("method"):
-        raise Rejected(f"{kind or 'this'} JOIN is not supported; use JOIN … ON")
+    method = str(join.args.get("method") or "").upper()
+    if kind in ("CROSS", "NATURAL") or method:
+        raise Rejected(f"{kind or method or 'this'} JOIN is not supported; use JOIN … ON")
     if not side and kind in ("", "INNER"):
         return "inner"
+    if side == "LEFT" and kind not in ("", "OUTER"):
+        # A semi or anti join filters the left rows: read as a LEFT JOIN it would not.
+        raise Rejected(
+            f"LEFT {kind} JOIN is not supported",
+            hint="write x IN (SELECT …) or [NOT] EXISTS (SELECT …) in WHERE",
+        )
     if side == "LEFT":
         if not joined.table.policy.public:
             raise Rejected(
@@ -181,7 +363,10 @@ def _join_kind(join: exp.Join, joined: Source) -> str:
                 hint="use an inner JOIN between protected tables",
             )
         return "left"
-    raise Rejected(f"{side} JOIN is not supported; use JOIN or LEFT JOIN <public table>")
+    raise Rejected(
+        f"{' '.join(w for w in (side, kind) if w)} JOIN is not supported; "
+        "use JOIN or LEFT JOIN <public table>"
+    )
 
 
 def _join_condition(join: exp.Join, sources: list[Source], joined: Source) -> exp.Expr:

@@ -10,7 +10,12 @@ allowed only when the query may spend δ > 0 (``data_keys=True``): the groups ar
 released through partition selection (``rewriter.partition_selection``); with keys of
 both kinds, each group (a combination of keys) is data-dependent as a whole, the public
 keys still restricted to their domains. With δ = 0 such a key is refused, with a message
-naming it and the two ways out.
+naming it and the two ways out. Which forms such a key may take, and the type each is
+released as, is ``rewriter.passes.data_keys``: plain columns, text functions, EXTRACT,
+date_trunc, arithmetic and rounding over bounded columns (computed on clamped values,
+``rewriter.passes.numeric_keys``), and CASE/COALESCE over these. Arithmetic on a column,
+refused in predicates (it could fail on one value), is accepted there because a key
+computes on the clamped values, whose every step is bounded.
 """
 
 from __future__ import annotations
@@ -21,55 +26,39 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from rewriter.catalog import ColumnType
 from rewriter.errors import Rejected
 from rewriter.passes.check_predicate import check_predicate
 from rewriter.passes.check_shape import QueryShape
+from rewriter.passes.data_keys import KEY_TYPES, data_key
+from rewriter.passes.numeric_keys import computes
 from rewriter.scope import Scope
 
 DomainValue = str | int | float | bool | None
 MAX_CELLS = 100_000
-KEY_TYPES = {
-    ColumnType.INTEGER: "BIGINT",
-    ColumnType.FLOAT: "DOUBLE",
-    ColumnType.DECIMAL: "DOUBLE",
-    ColumnType.TEXT: "VARCHAR",
-    ColumnType.DATE: "DATE",
-    ColumnType.TIMESTAMP: "TIMESTAMP",
-    ColumnType.BOOLEAN: "BOOLEAN",
-}
 
 
 @dataclass(frozen=True)
 class GroupKey:
     name: str  # k0, k1, ... in the bounded SQL and the released relation
-    expression: exp.Expr  # resolved row-level expression
+    expression: exp.Expr  # resolved row-level expression, as the database computes it
     #: The public values this key may release; None: values come from the data (they are
     #: released only through partition selection, which spends δ).
     domain: tuple[DomainValue, ...] | None
     sql_type: str  # DuckDB type of the key in the released relation
+    #: The key as the analyst wrote it, with its columns resolved and nothing rewritten
+    #: (``expression`` may be rewritten: guarded, cast, clamped): two keys are the same key
+    #: when these are equal.
+    written: exp.Expr
 
 
 def group_keys(shape: QueryShape, *, data_keys: bool = False) -> tuple[GroupKey, ...]:
     """The GROUP BY keys. ``data_keys``: whether keys without a public domain are allowed
     (the query may spend δ > 0 on partition selection)."""
-    keys = []
-    for index, item in enumerate(shape.group):
-        target = _dereference(item, shape)
-        resolved = check_predicate(target, shape.scope, "GROUP BY")
-        unwrapped = target.this if isinstance(target, exp.Paren) else target
-        domain: tuple[DomainValue, ...] | None
-        try:
-            if isinstance(unwrapped, exp.WidthBucket):
-                domain, sql_type = _bucket_domain(unwrapped)
-            else:
-                domain, sql_type = _domain(resolved, shape.scope, target)
-        except _NoDomain as missing:
-            if not data_keys:
-                raise _no_domain(target, missing.what) from None
-            domain, sql_type = None, _data_key_type(resolved, shape.scope, target)
-        keys.append(GroupKey(f"k{index}", resolved, domain, sql_type))
-    if len({k.expression.sql() for k in keys}) != len(keys):
+    keys = [
+        _key(f"k{index}", _dereference(item, shape), shape.scope, data_keys)
+        for index, item in enumerate(shape.group)
+    ]
+    if len({k.written.sql() for k in keys}) != len(keys):
         raise Rejected("GROUP BY lists the same key twice")
     cells = math.prod(len(k.domain) for k in keys if k.domain is not None)
     if cells > MAX_CELLS:
@@ -78,6 +67,48 @@ def group_keys(shape: QueryShape, *, data_keys: bool = False) -> tuple[GroupKey,
             hint="group by fewer or coarser keys",
         )
     return tuple(keys)
+
+
+def _key(name: str, target: exp.Expr, scope: Scope, data_keys: bool) -> GroupKey:
+    try:
+        resolved = check_predicate(target, scope, "GROUP BY")
+    except Rejected:
+        if not computes(target):
+            raise
+        # Arithmetic on a column, refused in predicates: a key from the data computes it on
+        # clamped values instead (rewriter.passes.numeric_keys). Such a key has no domain.
+        if not data_keys:
+            raise _no_domain(
+                target, "a public domain (for ranges of a number: width_bucket(x, lo, hi, n))"
+            ) from None
+        found = data_key(target, scope)
+        if found.expression is None:
+            raise ValueError("a key with arithmetic is always rewritten") from None
+        return GroupKey(name, found.expression, None, found.sql_type, written_form(target, scope))
+    unwrapped = target.this if isinstance(target, exp.Paren) else target
+    domain: tuple[DomainValue, ...] | None
+    try:
+        if isinstance(unwrapped, exp.WidthBucket):
+            domain, sql_type = _bucket_domain(unwrapped)
+        else:
+            domain, sql_type = _domain(resolved, scope, target)
+    except _NoDomain as missing:
+        if not data_keys:
+            raise _no_domain(target, missing.what) from None
+        found = data_key(target, scope)
+        expression = resolved if found.expression is None else found.expression
+        return GroupKey(name, expression, None, found.sql_type, written_form(target, scope))
+    return GroupKey(name, resolved, domain, sql_type, written_form(target, scope))
+
+
+def written_form(node: exp.Expr, scope: Scope) -> exp.Expr:
+    """``node`` with its columns resolved, outer parentheses dropped, nothing else changed:
+    what a select-list expression must equal to be a GROUP BY key."""
+
+    def resolve(sub: exp.Expr) -> exp.Expr:
+        return scope.resolve(sub, "GROUP BY") if isinstance(sub, exp.Column) else sub
+
+    return node.unnest().copy().transform(resolve)
 
 
 def domain_cells(keys: tuple[GroupKey, ...]) -> list[tuple[DomainValue, ...]]:
@@ -93,40 +124,6 @@ def domain_cells(keys: tuple[GroupKey, ...]) -> list[tuple[DomainValue, ...]]:
 def from_data(keys: tuple[GroupKey, ...]) -> bool:
     """Whether the groups come from the data (some key has no public domain)."""
     return any(k.domain is None for k in keys)
-
-
-#: Key expressions without a domain whose released type is known: text functions and
-#: EXTRACT (a number); plain columns take their column's type.
-_TEXT_KEYS = (exp.Lower, exp.Upper, exp.Trim, exp.Substring)
-
-
-def _data_key_type(key: exp.Expr, scope: Scope, original: exp.Expr) -> str:
-    """The DuckDB type under which values of a key without a domain are released."""
-    node = key.this if isinstance(key, exp.Paren) else key
-    if isinstance(node, exp.Column):
-        table = next(s.table for s in scope.sources if s.alias == node.table)
-        unit = table.privacy_unit
-        if unit is not None and unit.name.lower() == node.name.lower():
-            raise Rejected(
-                f"GROUP BY {original.sql(dialect='postgres')} would make one group per "
-                "person: partition selection would release (almost) none of them",
-                hint="count the persons instead, e.g. COUNT(DISTINCT "
-                f"{original.sql(dialect='postgres')})",
-            )
-        found = KEY_TYPES.get(scope.info(node).type)
-        if found is not None:
-            return found
-    elif isinstance(node, _TEXT_KEYS):
-        return "VARCHAR"
-    elif isinstance(node, exp.Extract):
-        return "DOUBLE"
-    raise Rejected(
-        f"GROUP BY {original.sql(dialect='postgres')} has no public domain, and keys found "
-        "in the data are released only for plain columns (of a number, text, date, time or "
-        "boolean type), lower/upper/trim/substring of text, and EXTRACT",
-        hint="group by the column itself, or declare a public domain for it, or use a CASE "
-        "with constant results",
-    )
 
 
 class _NoDomain(Exception):

@@ -6,6 +6,15 @@ AVG(cost)`` measure the sum of cost once. Real values are measured on a fixed-po
 (a power of two), so the database sums integers and floating-point rounding cannot raise
 the sensitivity.
 
+Averages, variances and standard deviations measure centred sums: the sum of each
+value's distance from the middle of its grid range, Σ(x − c), and of its square,
+Σ(x − c)². One unit moves them by at most its rows times half the range (squared), not
+times the largest bound: for values in [0, u], half the noise on the sum and a quarter on
+the sum of squares. The mean is c + Σ(x − c)/n and the variance Σ(x − c)²/n − (Σ(x − c)/n)²
+(post-processing). ``SUM(x)`` alone measures the plain sum Σx; asked with a count of the
+same values (``AVG(x)``, ``VAR…(x)``, ``COUNT(x)``), it is c·n + Σ(x − c) from the centred
+sum and that count: two noises of half the size instead of one of the full size.
+
 A quantile (MEDIAN, PERCENTILE_CONT …) is measured as counts of rows per bin of a fixed
 grid over the declared range of its argument (:class:`Bins`, independent of the data):
 each unit contributes at most ``max_rows_per_unit`` rows per group, chosen at random. The
@@ -111,6 +120,7 @@ class MeasurementSpec:
     unit_upper: int
     bins: Bins | None = None  # BINS: the candidates (each unit: at most unit_upper rows)
     alpha: Fraction | None = None  # BINS: the quantile selected from the counts
+    centre: int = 0  # SUM: grid steps subtracted from each value before summing
 
     @property
     def unit_bound(self) -> int:
@@ -126,9 +136,9 @@ class OutputSpec:
     label: str
     aggregate: Aggregate
     numerator: str  # measurement key (COUNT: the count, SUM/AVG/VAR…: the sum)
-    denominator: str | None  # AVG, VAR…: the count of values
+    denominator: str | None  # AVG, VAR…, a SUM from a centred sum: the count of values
     bounds: Interval | None
-    squares: str | None = None  # VAR…/STDDEV…: the sum of squares
+    squares: str | None = None  # VAR…/STDDEV…: the sum of squared distances from the centre
 
 
 def grid_for(bounds: Interval) -> Grid:
@@ -143,22 +153,33 @@ def grid_for(bounds: Interval) -> Grid:
     return Grid(step=step, lower=math.floor(lower / step), upper=math.ceil(upper / step))
 
 
+def centre_of(grid: Grid) -> int:
+    """The middle of the grid's range, in steps (0 when the range is symmetric)."""
+    return (grid.lower + grid.upper) // 2
+
+
 def plan_measurements(
     aggregates: tuple[AggregateSpec, ...], max_rows: int
 ) -> tuple[tuple[MeasurementSpec, ...], tuple[OutputSpec, ...]]:
     measurements: dict[str, MeasurementSpec] = {}
+    counted = {  # (argument, filter) whose values are counted anyway
+        _identity(s.argument, s.filter) for s in aggregates if s.aggregate in COUNTED_AGGREGATES
+    }
 
     def measure(
         kind: MeasureKind,
         argument: exp.Expr | None,
         condition: exp.Expr | None,
         bounds: Interval | None,
+        *,
         alpha: Fraction | None = None,
+        centred: bool = False,
     ) -> str:
+        centre = centre_of(grid_for(bounds)) if centred and bounds is not None else 0
         identity = (
-            f"{kind.value}|{'' if argument is None else argument.sql()}|"
-            + ("" if condition is None else condition.sql())
+            f"{kind.value}|{_identity(argument, condition)}"
             + ("" if alpha is None else f"|{alpha}")
+            + ("" if centre == 0 else f"|centre {centre}")
         )
         found = measurements.get(identity)
         if found is not None:
@@ -190,8 +211,9 @@ def plan_measurements(
                 condition,
                 bounds,
                 grid,
-                unit_lower=min(0, max_rows * grid.lower),
-                unit_upper=max(0, max_rows * grid.upper),
+                unit_lower=min(0, max_rows * (grid.lower - centre)),
+                unit_upper=max(0, max_rows * (grid.upper - centre)),
+                centre=centre,
             )
         elif kind is MeasureKind.UNITS:
             made = MeasurementSpec(key, kind, None, condition, None, None, 0, 1)
@@ -202,16 +224,19 @@ def plan_measurements(
 
     outputs = []
     for spec in aggregates:
-        numerator, denominator = _measure_aggregate(spec, measure)
+        centred = _identity(spec.argument, spec.filter) in counted
+        numerator, denominator = _measure_aggregate(spec, measure, centred)
         squares = None
         if spec.aggregate in SPREAD_AGGREGATES:
             if spec.argument is None or spec.bounds is None:
                 raise ValueError("a variance needs an argument and bounds")
-            square = exp.Mul(
-                this=exp.Paren(this=spec.argument.copy()),
-                expression=exp.Paren(this=spec.argument.copy()),
+            found = next(m for m in measurements.values() if m.key == numerator)
+            step = 1.0 if found.grid is None else found.grid.step
+            centre = found.centre * step  # a whole number of steps: exact in floating point
+            bounds = _square(_shifted(spec.bounds, centre))
+            squares = measure(
+                MeasureKind.SUM, _squared(spec.argument, centre, bounds), spec.filter, bounds
             )
-            squares = measure(MeasureKind.SUM, square, spec.filter, _square(spec.bounds))
         outputs.append(
             OutputSpec(
                 spec.name,
@@ -226,7 +251,12 @@ def plan_measurements(
     return tuple(measurements.values()), tuple(outputs)
 
 
-def _measure_aggregate(spec: AggregateSpec, measure: _Measure) -> tuple[str, str | None]:
+def _measure_aggregate(
+    spec: AggregateSpec, measure: _Measure, centred: bool
+) -> tuple[str, str | None]:
+    """The numerator and denominator measurements of an aggregate. ``centred``: the values
+    of its argument are counted anyway, so a sum is measured centred (a SUM then needs the
+    count too: c·n + Σ(x − c))."""
     if spec.aggregate is Aggregate.COUNT_ROWS:
         return measure(MeasureKind.COUNT, None, spec.filter, None), None
     if spec.aggregate is Aggregate.COUNT_UNITS:
@@ -235,17 +265,50 @@ def _measure_aggregate(spec: AggregateSpec, measure: _Measure) -> tuple[str, str
         return measure(MeasureKind.COUNT, spec.argument, spec.filter, None), None
     if spec.aggregate is Aggregate.QUANTILE:
         return measure(
-            MeasureKind.BINS, spec.argument, spec.filter, spec.bounds, spec.quantile
+            MeasureKind.BINS, spec.argument, spec.filter, spec.bounds, alpha=spec.quantile
         ), None
-    total = measure(MeasureKind.SUM, spec.argument, spec.filter, spec.bounds)
-    if spec.aggregate is Aggregate.SUM:
-        return total, None
+    if spec.aggregate is Aggregate.SUM and not centred:
+        return measure(MeasureKind.SUM, spec.argument, spec.filter, spec.bounds), None
+    total = measure(MeasureKind.SUM, spec.argument, spec.filter, spec.bounds, centred=True)
     return total, measure(MeasureKind.COUNT, spec.argument, spec.filter, None)
+
+
+def _identity(argument: exp.Expr | None, condition: exp.Expr | None) -> str:
+    return f"{'' if argument is None else argument.sql()}|" + (
+        "" if condition is None else condition.sql()
+    )
+
+
+def _squared(argument: exp.Expr, centre: float, bounds: Interval) -> exp.Expr:
+    """``(argument - centre) * (argument - centre)``, in DOUBLE unless the square is an
+    integer measured exactly (at most MAX_EXACT_INTEGER_BOUND), then in BIGINT: an integer
+    product beyond its type (2^63, or 2^31 for an INTEGER column) would fail in the
+    database, an error that would depend on the data.
+
+    No underflow (``rewriter.underflow``): the argument is 0 or at least its quantum
+    (>= 2^-450) in magnitude and the centre a whole number of grid steps (a power of two
+    at least that large, or 0), so a non-zero difference is at least 2^-450 in magnitude
+    and its square at least 2^-900, a normal double."""
+    value: exp.Expr = exp.Paren(this=argument.copy())
+    exact = bounds.integer and bounds.upper <= MAX_EXACT_INTEGER_BOUND
+    value = exp.cast(value, exp.DataType.Type.BIGINT if exact else exp.DataType.Type.DOUBLE)
+    if centre != 0:
+        magnitude = abs(centre)
+        literal = exp.Literal.number(int(magnitude) if magnitude.is_integer() else repr(magnitude))
+        shift = exp.Sub if centre > 0 else exp.Add
+        value = exp.Paren(this=shift(this=value, expression=literal))
+    return exp.Mul(this=value, expression=value.copy())
+
+
+def _shifted(bounds: Interval, centre: float) -> Interval:
+    return Interval(bounds.lower - centre, bounds.upper - centre, bounds.integer)
 
 
 SPREAD_AGGREGATES = frozenset(
     {Aggregate.VAR_POP, Aggregate.VAR_SAMP, Aggregate.STDDEV_POP, Aggregate.STDDEV_SAMP}
 )
+#: Aggregates that count the values of their argument (a COUNT measurement).
+COUNTED_AGGREGATES = SPREAD_AGGREGATES | {Aggregate.AVG, Aggregate.COUNT_VALUES}
 
 
 def _square(bounds: Interval) -> Interval:
@@ -261,5 +324,7 @@ class _Measure(Protocol):
         argument: exp.Expr | None,
         condition: exp.Expr | None,
         bounds: Interval | None,
+        *,
         alpha: Fraction | None = None,
+        centred: bool = False,
     ) -> str: ...

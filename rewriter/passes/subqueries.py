@@ -15,6 +15,11 @@
   joins, its joins are checked like the outer query's, and the bounds use check_joins'
   rows per person (the product over the joined protected tables): whatever a join
   multiplies, each person's counts and sums are clamped to that many rows' worth.
+
+Both kinds are rebuilt from the parts named above, so any other clause of the subquery
+(HAVING, DISTINCT, ORDER BY, LIMIT, OFFSET, FETCH, WINDOW, QUALIFY, TABLESAMPLE, a column
+list in its alias, …) is refused, never dropped: check_shape's allowlists, which refuse
+what a later sqlglot adds as well.
 """
 
 from __future__ import annotations
@@ -30,26 +35,50 @@ from rewriter.passes.aggregates import output_name
 from rewriter.passes.bound_per_unit import clean
 from rewriter.passes.check_joins import check_joins
 from rewriter.passes.check_predicate import check_predicate
-from rewriter.passes.check_shape import QueryShape, sources
+from rewriter.passes.check_shape import (
+    GROUP,
+    ROWS,
+    Clauses,
+    QueryShape,
+    check_alias,
+    check_table,
+    clause_hint,
+    clause_name,
+    refuse_extra,
+    set_args,
+    sources,
+    unparenthesize,
+    unsupported_clause,
+)
 from rewriter.passes.where_subqueries import WhereSubqueries
 from rewriter.policy import ColumnPolicy, TablePolicy
 from rewriter.scope import Join, Scope, Source
 
 INNER_PREFIX = "s"  # the tables of a per-person subquery are s0, s1, …
 T = TypeVar("T")
-_FORBIDDEN = (
-    "distinct",
-    "order",
-    "limit",
-    "offset",
-    "windows",
-    "qualify",
-    "laterals",
-    "pivots",
-    "sample",
-    "locks",
-    "into",
+_CLAUSES: Clauses = {**ROWS, **GROUP}  # a row-level subquery, or one grouped by the person
+_FORMS = (
+    "a subquery in FROM is SELECT <columns> FROM … [JOIN …] [WHERE …], or "
+    "SELECT <privacy unit>, <aggregates> FROM … [JOIN …] [WHERE …] GROUP BY <privacy unit>"
 )
+_HINTS = {
+    "having": "filter in the outer query: select the per-person aggregate "
+    "(SELECT patient_id, COUNT(*) AS n … GROUP BY patient_id) s and write WHERE s.n > … "
+    "around it; a row-level subquery filters its rows with WHERE",
+    "distinct": "remove DISTINCT; to count persons, write COUNT(DISTINCT <privacy unit>) in "
+    "the outer query",
+    "order": "remove it: the order of a subquery's rows does not change an aggregate (ORDER "
+    "BY belongs to the outer query)",
+    "limit": "remove it: a LIMIT inside a subquery keeps only some of its rows (LIMIT belongs "
+    "to the outer query, on the released rows)",
+    "offset": "remove it: an OFFSET inside a subquery skips some of its rows",
+    "fetch": "remove it: FETCH inside a subquery keeps only some of its rows",
+    "windows": "window functions are not supported",
+    "qualify": "window functions are not supported; filter rows with WHERE",
+}
+_CTE_ARGS = frozenset({"this", "alias", "materialized"})  # [NOT] MATERIALIZED: a plan hint
+_WITH_ARGS = frozenset({"expressions", "recursive"})
+_STAR_ARGS = frozenset({"this"})  # no EXCLUDE / EXCEPT / REPLACE / RENAME
 
 
 def expand_subqueries(tree: exp.Expr, catalog: Catalog) -> tuple[exp.Expr, Catalog]:
@@ -74,7 +103,10 @@ def _take_ctes(tree: exp.Select) -> dict[str, exp.Select]:
             continue
         if clause.args.get("recursive"):
             raise Rejected("WITH RECURSIVE is not supported")
+        refuse_extra(clause, _WITH_ARGS, "in WITH", _FORMS)
         for cte in clause.expressions:
+            refuse_extra(cte, _CTE_ARGS, f'in WITH query "{cte.alias}"', _FORMS)
+            check_alias(cte)
             if not isinstance(cte.this, exp.Select):
                 raise Rejected("a WITH query must be a SELECT")
             body = cte.this.copy()
@@ -95,6 +127,7 @@ def _replace_ctes(root: exp.Expr, ctes: dict[str, exp.Select]) -> None:
             or _cte_shadowed(table, name)
         ):
             continue
+        check_table(table)  # the CTE replaces the table: nothing on it may be lost
         table.replace(
             exp.Subquery(
                 this=ctes[name].copy(),
@@ -165,18 +198,29 @@ def _in_from_subquery(node: exp.Expr) -> bool:
 
 
 def _expand(tree: exp.Select, node: exp.Subquery, catalog: Catalog) -> tuple[exp.Select, Catalog]:
-    inner = node.this
     alias = node.alias
     if not alias:
         raise Rejected("a subquery in FROM must have an alias", sqlstate="42601")
+    if node.args.get("sample") is not None:
+        raise Rejected(
+            f'TABLESAMPLE on subquery "{alias}" is not supported: a sample answers for some '
+            "of the rows, not for the subquery",
+            hint=clause_hint("sample"),
+        )
+    refuse_extra(node, frozenset({"this", "alias"}), f'on subquery "{alias}"', _FORMS)
+    check_alias(node)
+    inner = unparenthesize(node.this, "in FROM", "write the subquery alone: (SELECT …) AS s")
     if not isinstance(inner, exp.Select):
         raise Rejected("a subquery in FROM must be a SELECT (no UNION)")
     inner, catalog = expand_subqueries(inner, catalog)
     if not isinstance(inner, exp.Select):
         raise Rejected("a subquery in FROM must be a SELECT")
-    for key in _FORBIDDEN:
-        if inner.args.get(key):
-            raise Rejected(f"{key.upper()} inside a subquery is not supported yet")
+    unsupported = unsupported_clause(inner, _CLAUSES)
+    if unsupported is not None:
+        raise Rejected(
+            f"{clause_name(unsupported)} inside a subquery in FROM is not supported",
+            hint=_HINTS.get(unsupported) or clause_hint(unsupported) or _FORMS,
+        )
     scope, joins = sources(inner, catalog, INNER_PREFIX)
     grouped = inner.args.get("group") or any(i.find(exp.AggFunc) for i in inner.expressions)
     if grouped and any(s.table.derived is not None for s in scope.sources):
@@ -288,6 +332,9 @@ def _outputs(inner: exp.Select, scope: Scope) -> tuple[dict[str, exp.Expr], list
     outputs: dict[str, exp.Expr] = {}
     starred: list[Source] = []
     for item in inner.expressions:
+        star = item if isinstance(item, exp.Star) else item.this
+        if isinstance(star, exp.Star):
+            refuse_extra(star, _STAR_ARGS, "in a subquery in FROM", _FORMS)
         if isinstance(item, exp.Star):
             starred.extend(scope.sources)
         elif isinstance(item, exp.Column) and isinstance(item.this, exp.Star):
@@ -412,8 +459,6 @@ def _per_unit(
         subqueries = WhereSubqueries(catalog, expand_subqueries, prefix=f"{INNER_PREFIX}q")
         select = select.where(check_predicate(where.this, scope, subqueries=subqueries), copy=False)
     select = select.group_by(unit_ref.copy(), copy=False)
-    if inner.args.get("having") is not None:
-        raise Rejected("HAVING inside a subquery is not supported yet")
     key = f"__{node.alias.lower()}"
     while key in catalog.tables:
         key += "_"  # one virtual table per subquery, even where aliases repeat
@@ -482,6 +527,15 @@ def _table(source: Source) -> exp.Expr:
 
 def _per_unit_value(body: exp.Expr, scope: Scope, rows: int) -> tuple[exp.Expr, Interval]:
     """A per-person aggregate, clamped in SQL to the bounds returned."""
+    if isinstance(body, (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max)) and any(
+        k not in ("this", "big_int") for k in set_args(body)
+    ):
+        # Rebuilt from its argument alone: MAX(a, b) would lose b.
+        raise Rejected(
+            f"{body.key.upper()} with more than one argument is not supported in a "
+            "per-person subquery",
+            hint="give the aggregate one argument: COUNT(x), SUM(x), AVG(x), MIN(x), MAX(x)",
+        )
     if isinstance(body, exp.Count):
         arg = body.this
         if isinstance(arg, exp.Star):
@@ -500,7 +554,7 @@ def _per_unit_value(body: exp.Expr, scope: Scope, rows: int) -> tuple[exp.Expr, 
             hint="use COUNT, SUM, AVG, MIN or MAX",
         )
     argument = check_predicate(body.this, scope, word)
-    bounds = interval_of(argument, lambda c: _bounds(c, scope, word))
+    bounds = interval_of(argument, lambda c: _bounds(c, scope, word), scope.info)
     value = clean(argument, scope)
     if word != "SUM":
         aggregated = body.__class__(this=value)

@@ -16,6 +16,10 @@ and changes no one else's. A subquery is accepted when it is
 Anything else that reads protected data (a scalar value over everyone, a match on another
 column, an uncorrelated EXISTS) is rejected. The subquery's WHERE, ON and select list go
 through check_predicate again (recursively), so the allowlist applies at every depth.
+The subquery is rebuilt from those parts alone, so any other clause on it (GROUP BY,
+HAVING, ORDER BY, LIMIT, TABLESAMPLE, a column list in an alias, …) is refused, never
+dropped, by allowlists (check_shape's) that refuse what a later sqlglot adds as well;
+DISTINCT is kept out of the rewrite because it changes neither IN nor EXISTS.
 
 NULLs. SQL's ``x IN (S)`` is NULL, not false, when ``x`` is NULL and S is not empty, or
 when no element matches and S holds a NULL — a dependence on rows of other persons unless
@@ -37,7 +41,17 @@ from rewriter.catalog import Catalog, ColumnInfo
 from rewriter.errors import Rejected
 from rewriter.passes.check_joins import ResolvedJoin, check_joins, conjuncts, unwrap
 from rewriter.passes.check_predicate import check_predicate
-from rewriter.passes.check_shape import QueryShape, sources
+from rewriter.passes.check_shape import (
+    ROWS,
+    Clauses,
+    QueryShape,
+    clause_hint,
+    clause_name,
+    refuse_extra,
+    sources,
+    unparenthesize,
+    unsupported_clause,
+)
 from rewriter.passes.check_types import (
     BOOLEAN,
     DATE,
@@ -52,7 +66,9 @@ from rewriter.scope import Join, Scope, Source
 
 Expand = Callable[[exp.Expr, Catalog], tuple[exp.Expr, Catalog]]
 SELECT_LIST = "the subquery's select list"
-_ALLOWED_CLAUSES = frozenset({"expressions", "from", "from_", "joins", "where", "distinct"})
+# DISTINCT (not DISTINCT ON) changes neither which values IN finds nor whether EXISTS does.
+_CLAUSES: Clauses = {**ROWS, "distinct": (exp.Distinct, frozenset())}
+_SHAPE = "a subquery in WHERE reads rows: SELECT <column> FROM … [JOIN …] [WHERE …]"
 _SCALAR_AGGREGATES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max)
 _STANDINS = {
     NUMBER: exp.DataType.Type.DOUBLE,
@@ -116,9 +132,10 @@ class WhereSubqueries:
 
     def __call__(self, node: exp.Expr, scope: Scope, where: str) -> tuple[exp.Expr, exp.Expr]:
         if isinstance(node, exp.In):
-            query = node.args["query"]
-            form, select = "IN", query.this if isinstance(query, exp.Subquery) else query
+            refuse_extra(node, frozenset({"this", "query"}), f"with IN in {where}", _SHAPE)
+            form, select = "IN", node.args["query"]
         elif isinstance(node, exp.Exists):
+            refuse_extra(node, frozenset({"this"}), f"with EXISTS in {where}", _SHAPE)
             form, select = "EXISTS", node.this
         else:
             # A scalar subquery's value can carry a row's raw value (an aggregate of an
@@ -148,6 +165,7 @@ class WhereSubqueries:
 
     def _layer(self, select: exp.Expr, scope: Scope, where: str, form: str) -> _Layer:
         """The subquery's tables (under fresh aliases), joins and WHERE, checked."""
+        select = unparenthesize(select, f"in {where}", _SHAPE)
         if not isinstance(select, exp.Select):
             raise Rejected(
                 f"a subquery in {where} must be one SELECT (no UNION, INTERSECT or EXCEPT)",
@@ -243,17 +261,12 @@ def _in(
 
 
 def _check_clauses(select: exp.Select, where: str) -> None:
-    for key, value in select.args.items():
-        if value is None or value == [] or value is False or key in _ALLOWED_CLAUSES:
-            continue
-        name = {"group": "GROUP BY", "order": "ORDER BY", "having": "HAVING"}.get(key, key.upper())
+    unsupported = unsupported_clause(select, _CLAUSES)
+    if unsupported is not None:
         raise Rejected(
-            f"{name} inside a subquery in {where} is not supported",
-            hint="a subquery in WHERE reads rows: SELECT <column> FROM … [JOIN …] [WHERE …]",
+            f"{clause_name(unsupported)} inside a subquery in {where} is not supported",
+            hint=clause_hint(unsupported) or _SHAPE,
         )
-    distinct = select.args.get("distinct")
-    if isinstance(distinct, exp.Distinct) and distinct.args.get("on") is not None:
-        raise Rejected(f"DISTINCT ON inside a subquery in {where} is not supported")
 
 
 def _shape(scope: Scope, joins: tuple[Join, ...]) -> QueryShape:

@@ -5,11 +5,12 @@ from __future__ import annotations
 import csv
 import io
 import json
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
 
-from accountant import Attempt, Decision, Epsilon, StateStore
+from accountant import Attempt, Cost, Decision, Epsilon, Rho, StateStore
 from proxy.admin.config import SCHEMA_FILE, schema_text
 from proxy.cli import main
 from proxy.protocol.scram import ScramExchange
@@ -132,6 +133,43 @@ def test_audit_filters_and_formats(
     assert code == 1 and "audit list" in err
     code, _, err = run(capsys, monkeypatch, "audit", "list", "--since", "yesterday", *c)
     assert code == 1 and "2026-01-31" in err
+
+
+def test_delta_in_budget_audit_and_report(
+    config: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The δ of partition selection, exactly as the ledger holds it, in every admin view;
+    CSV keeps one header when records with and without δ (or ρ) are mixed."""
+    c = ("--config", str(config))
+    run(capsys, monkeypatch, "analyst", "list", *c)  # seeds alice and bob
+    with StateStore.open(_state(config)) as store:
+        for sql, cost in [
+            ("SELECT COUNT(*) FROM visits", Cost.pure(Epsilon(1))),
+            ("SELECT d, COUNT(*) FROM v GROUP BY d", Cost(Epsilon(1), Rho.zero(), Decimal("2e-9"))),
+            ("SELECT AVG(cost) FROM visits", Cost.zcdp(Rho("0.125"))),
+        ]:
+            r = store.reserve(Attempt("alice", "10.0.0.9:5000", sql), cost)
+            store.complete(r, decision="accepted", reason=None, rows=1, duration_ms=1.0)
+    code, out, _ = run(capsys, monkeypatch, "budget", "show", "alice", "--json", *c)
+    shown = json.loads(out)[0]
+    assert (shown["delta"], shown["delta_spent"], shown["delta_remaining"]) == (
+        "1e-6",
+        "2e-9",
+        "9.98e-7",
+    )
+    code, out, _ = run(capsys, monkeypatch, "budget", "show", *c)
+    assert "δ left" in out and "9.98e-7" in out
+    code, out, err = run(capsys, monkeypatch, "audit", "export", "--format", "csv", *c)
+    assert code == 0, err
+    rows = [r for r in csv.DictReader(io.StringIO(out)) if r["decision"] == "accepted"]
+    assert [(r["delta"], r["rho"]) for r in rows] == [("0", "0"), ("2e-9", "0"), ("0", "0.125")]
+    code, out, _ = run(capsys, monkeypatch, "audit", "list", "--analyst", "alice", *c)
+    header = out.splitlines()[0].split()
+    assert header.index("δ") == header.index("left") + 1 and "2e-9" in out
+    page = config.parent / "report.html"
+    assert run(capsys, monkeypatch, "report", "--out", str(page), *c)[0] == 0
+    assert "<th class=n>δ left</th>" in page.read_text()
+    assert "<td class=n>2e-9</td><td class=n>9.98e-7</td>" in page.read_text()
 
 
 def test_report_is_self_contained(

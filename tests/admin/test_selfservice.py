@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import re
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from accountant import AdminChange, AnalystBudget, Attempt, Decision, Epsilon
+from accountant import AdminChange, AnalystBudget, Attempt, Cost, Decision, Epsilon, Rho
 from proxy.ledger import AsyncLedger
 from proxy.pipeline import Asker
 from proxy.responders import SessionContext
-from proxy.seam import QueryError
-from proxy.selfservice import SelfServiceResponder
+from proxy.seam import ColumnDescription, QueryError
+from proxy.selfservice import BUDGET_COLUMNS, QUERY_COLUMNS, SelfServiceResponder
 
 BUDGET = AnalystBudget(total=Epsilon(3), default_per_query=Epsilon("0.5"))
+ADMIN_DOC = Path(__file__).resolve().parents[2] / "docs" / "admin.md"
 
 
 def context(ledger: AsyncLedger, analyst: str) -> SessionContext:
@@ -49,7 +52,7 @@ def ledger(tmp_path: Path) -> Any:
 
 def test_my_budget(ledger: AsyncLedger) -> None:
     result = ask(ledger, "bob", "select * from dpproxy.my_budget;")
-    assert result.rows == (("bob", "3", "1", "2", "0.5", "3"),)
+    assert result.rows == (("bob", "3", "1", "2", "0.5", "3", "0.000001", "0", "0.000001"),)
     assert [c.name for c in result.columns][:4] == [
         "analyst",
         "epsilon_total",
@@ -72,3 +75,54 @@ def test_only_whole_views_and_nothing_else(ledger: AsyncLedger) -> None:
     assert ask(ledger, "bob", "SELECT COUNT(*) FROM visits") is None
     with pytest.raises(QueryError, match="read whole"):
         ask(ledger, "bob", "SELECT sql FROM dpproxy.my_queries WHERE analyst = 'eve'")
+
+
+def spend_delta(ledger: AsyncLedger, delta: str) -> None:
+    """bob's GROUP BY over keys found in the data: ε=0.5 and ``delta``, answered."""
+
+    async def charge() -> None:
+        attempt = Attempt("bob", "10.0.0.1:1", "SELECT diagnosis, COUNT(*) FROM visits GROUP BY 1")
+        cost = Cost(Epsilon("0.5"), Rho.zero(), Decimal(delta))
+        reservation = await ledger.reserve(attempt, cost, BUDGET)
+        await ledger.complete(
+            reservation, decision=Decision.ACCEPTED, reason=None, rows=4, duration_ms=9.0
+        )
+
+    asyncio.run(charge())
+
+
+def named(result: Any) -> list[dict[str, Any]]:
+    names = [c.name for c in result.columns]
+    return [dict(zip(names, row, strict=True)) for row in result.rows]
+
+
+def test_delta_spent_shows_exactly(ledger: AsyncLedger) -> None:
+    spend_delta(ledger, "1.5e-9")
+    spend_delta(ledger, "2.5e-15")  # rounded up to whole 1e-15 units: 3e-15
+    budget = named(ask(ledger, "bob", "SELECT * FROM dpproxy.my_budget"))[0]
+    assert (budget["delta_total"], budget["delta_spent"], budget["delta_remaining"]) == (
+        "0.000001",
+        "0.000000001500003",
+        "0.000000998499997",
+    )
+    queries = named(ask(ledger, "bob", "SELECT * FROM dpproxy.my_queries"))
+    deltas = [q["delta"] for q in queries]
+    assert deltas == ["0", "0", "0.0000000015", "0.000000000000003"]  # COUNTs spend no δ
+    assert [q["epsilon"] for q in queries] == ["0.5"] * 4
+    eve = named(ask(ledger, "eve", "SELECT * FROM dpproxy.my_budget"))[0]
+    assert (eve["delta_spent"], eve["delta_remaining"]) == ("0", "0.000001")  # bob's is his
+
+
+def test_unknown_analyst_has_nothing_left(ledger: AsyncLedger) -> None:
+    row = ask(ledger, "carol", "SELECT * FROM dpproxy.my_budget").rows[0]
+    assert row == ("carol", "0", None, "0", None, None, "0", None, "0")
+    assert ask(ledger, "carol", "SELECT * FROM dpproxy.my_queries").rows == ()
+
+
+@pytest.mark.parametrize(
+    ("view", "columns"), [("my_budget", BUDGET_COLUMNS), ("my_queries", QUERY_COLUMNS)]
+)
+def test_docs_list_every_column(view: str, columns: tuple[ColumnDescription, ...]) -> None:
+    found = re.search(rf"FROM dpproxy\.{view}; +-- (.+)$", ADMIN_DOC.read_text(), re.M)
+    assert found, f"docs/admin.md does not list the columns of dpproxy.{view}"
+    assert found.group(1).split(", ") == [c.name for c in columns]

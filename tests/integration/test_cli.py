@@ -129,6 +129,7 @@ def test_demo_as_a_new_user_runs_it(tmp_path: Path) -> None:
                 "per_query_max": "5",
                 "delta": "1e-6",
                 "delta_spent": "0",
+                "delta_remaining": "1e-6",
             }
         ]
     finally:

@@ -122,3 +122,20 @@ def test_postgres_pool_is_bounded_read_only_and_timed(pg_dsn: str) -> None:
             await backend.close()
 
     asyncio.run(run())
+
+
+@pytest.mark.postgres
+def test_postgres_text_arrives_as_utf8_whatever_the_dsn_says(pg_dsn: str) -> None:
+    """'ł' has no LATIN1 form: with the DSN's encoding the fetch would fail on that row."""
+    separator = "&" if "?" in pg_dsn else "?"
+
+    async def run() -> list[tuple[object, ...]]:
+        backend = PostgresBackend(
+            f"{pg_dsn}{separator}client_encoding=LATIN1", pool_size=1, timeout_seconds=60
+        )
+        try:
+            return await backend.fetch_all("SELECT 'łódź'::text", CancelToken())
+        finally:
+            await backend.close()
+
+    assert asyncio.run(run()) == [("łódź",)]

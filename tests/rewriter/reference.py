@@ -37,37 +37,56 @@ def count_values(
     )
 
 
-def sum_cost_steps(rows: Sequence[Row], keep: Callable[[Row], bool] = lambda r: True) -> int:
+#: SUM(cost) with a count of cost in the query measures Σ(steps - centre) (measurements).
+COST_CENTRE = round(COST_BOUNDS[1] / COST_STEP) // 2
+
+
+def sum_cost_steps(
+    rows: Sequence[Row], keep: Callable[[Row], bool] = lambda r: True, centre: int = 0
+) -> int:
+    """Σ(steps of cost - centre), each patient's partial clamped to C rows' worth."""
     lower, upper = COST_BOUNDS
     hi = round(upper / COST_STEP)
     total = 0
     for us in per_unit(rows, keep).values():
         values = [r[3] for r in us if r[3] is not None and math.isfinite(r[3])]
         steps = [
-            min(max(math.floor(min(max(v, lower), upper) / COST_STEP + 0.5), 0), hi) for v in values
+            min(max(math.floor(min(max(v, lower), upper) / COST_STEP + 0.5), 0), hi) - centre
+            for v in values
         ]
         if steps:
-            total += min(max(sum(steps), 0), C * hi)
+            total += min(max(sum(steps), min(0, -C * centre)), C * (hi - centre))
     return total
 
 
-def sum_stay(rows: Sequence[Row], keep: Callable[[Row], bool] = lambda r: True) -> int:
+#: AVG, VAR… of stay measure sums centred on the middle of its bounds (measurements).
+STAY_CENTRE = (STAY_BOUNDS[0] + STAY_BOUNDS[1]) // 2
+
+
+def sum_stay(
+    rows: Sequence[Row], keep: Callable[[Row], bool] = lambda r: True, centre: int = 0
+) -> int:
+    """Σ(stay - centre), each patient's partial clamped to C rows' worth."""
     lower, upper = STAY_BOUNDS
     total = 0
     for us in per_unit(rows, keep).values():
-        values = [min(max(r[4], lower), upper) for r in us if r[4] is not None]
+        values = [min(max(r[4], lower), upper) - centre for r in us if r[4] is not None]
         if values:
-            total += min(max(sum(values), 0), C * upper)
+            total += min(max(sum(values), min(0, C * (lower - centre))), C * (upper - centre))
     return total
 
 
-def sum_stay_squares(rows: Sequence[Row], keep: Callable[[Row], bool] = lambda r: True) -> int:
+def sum_stay_squares(
+    rows: Sequence[Row], keep: Callable[[Row], bool] = lambda r: True, centre: int = 0
+) -> int:
+    """Σ(stay - centre)², each patient's partial clamped to C rows' worth."""
     lower, upper = STAY_BOUNDS
+    largest = max((lower - centre) ** 2, (upper - centre) ** 2)
     total = 0
     for us in per_unit(rows, keep).values():
-        values = [min(max(r[4], lower), upper) ** 2 for r in us if r[4] is not None]
+        values = [(min(max(r[4], lower), upper) - centre) ** 2 for r in us if r[4] is not None]
         if values:
-            total += min(max(sum(values), 0), C * upper**2)
+            total += min(max(sum(values), 0), C * largest)
     return total
 
 
@@ -87,3 +106,29 @@ def grouped(
 
 def count_units(rows: Sequence[Row], keep: Callable[[Row], bool] = lambda r: True) -> int:
     return len(per_unit(rows, keep))
+
+
+def kept(
+    rows: Sequence[Row],
+    key: Key,
+    keep: Callable[[Row], bool] = lambda r: True,
+    *,
+    groups: int = POLICY.max_groups_per_unit,
+    rows_per_unit: int = C,
+) -> list[Row]:
+    """The rows (passing ``keep``) of the groups each unit keeps, its groups taken in the
+    order of their keys (NULL last; tests.rewriter.coupling): at most ``groups`` of them,
+    while their rows, each group's counted as at most ``rows_per_unit``, add up to at most
+    ``rows_per_unit``."""
+    result: list[Row] = []
+    for unit_rows in per_unit(rows, keep).values():
+        by_group: dict[object, list[Row]] = defaultdict(list)
+        for row in unit_rows:
+            by_group[key(row)].append(row)
+        so_far = 0
+        ordered = sorted(by_group, key=lambda k: (k is None, k))
+        for rank, group in enumerate(ordered, start=1):
+            so_far += min(len(by_group[group]), rows_per_unit)
+            if rank <= groups and so_far <= rows_per_unit:
+                result.extend(by_group[group])
+    return result

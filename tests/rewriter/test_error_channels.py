@@ -3,10 +3,20 @@ row exists reveals that row, around the noise (review findings)."""
 
 from __future__ import annotations
 
+import duckdb
 import psycopg
 import pytest
 
-from rewriter import PlanRequest, Rejected, plan
+from rewriter import (
+    Catalog,
+    ColumnPolicy,
+    ColumnType,
+    PlanRequest,
+    Rejected,
+    TablePolicy,
+    build_catalog,
+    plan,
+)
 from tests.rewriter.tables import Row, catalog, duckdb_with, load_postgres
 
 CATALOG = catalog("main")
@@ -105,3 +115,39 @@ def test_keys_equal_in_the_domain_are_one_group() -> None:
 
     released = made.release([(-0.0, 1), (0.0, 2), (1.0, 4)], ZeroNoise())
     assert released.rows == ((0.0, 3), (1.0, 4))
+
+
+NARROW_INTEGERS = [("INTEGER", 100_000), ("SMALLINT", 30_000)]  # type, largest value
+WIDE_PRODUCTS = ["SELECT VAR_POP(x) FROM t", "SELECT SUM(x * x) FROM t", "SELECT AVG(x * 3) FROM t"]
+
+
+def _narrow_catalog(schema: str, upper: int) -> Catalog:
+    policy = TablePolicy(
+        privacy_unit="pid", max_rows_per_unit=3, columns={"x": ColumnPolicy(lower=0, upper=upper)}
+    )
+    return build_catalog(
+        {"t": {"pid": ColumnType.INTEGER, "x": ColumnType.INTEGER}}, {"t": policy}, schema=schema
+    )
+
+
+@pytest.mark.parametrize(("column_type", "upper"), NARROW_INTEGERS)
+@pytest.mark.parametrize("sql", WIDE_PRODUCTS)
+def test_products_of_narrow_integer_columns_never_overflow(
+    sql: str, column_type: str, upper: int, pg_dsn: str, pg_schema: str
+) -> None:
+    """x * x of an INTEGER or SMALLINT column overflowed its type on rows with large
+    values (an error that reveals them): cleaned integers are BIGINT."""
+    rows = f"(1, 0), (2, {upper}), (3, {upper - 1}), (3, {upper})"
+    duck = duckdb.connect()
+    duck.execute(f"CREATE TABLE main.t (pid BIGINT, x {column_type})")
+    duck.execute(f"INSERT INTO main.t VALUES {rows}")
+    expected = duck.execute(
+        plan(sql, _narrow_catalog("main", upper), PlanRequest(1.0)).sql
+    ).fetchall()
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f'DROP TABLE IF EXISTS "{pg_schema}".t')
+        conn.execute(f'CREATE TABLE "{pg_schema}".t (pid BIGINT, x {column_type})')
+        conn.execute(f'INSERT INTO "{pg_schema}".t VALUES {rows}')
+        made = plan(sql, _narrow_catalog(pg_schema, upper), PlanRequest(1.0, dialect="postgres"))
+        found = conn.execute(made.sql).fetchall()
+    assert [[int(v) for v in r] for r in found] == [[int(v) for v in r] for r in expected]

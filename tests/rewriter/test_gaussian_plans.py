@@ -29,17 +29,23 @@ def test_maps_fit_the_charge(sql: str, epsilon: str) -> None:
     for m in query_plan.measurements:
         assert isinstance(m.mechanism, DiscreteGaussian)
         assert m.mechanism.rho() <= m.rho
-        assert m.mechanism.groups == query_plan.max_groups_per_unit
+        # Counts and sums: a unit's kept groups share its rows, so L2 <= L1 <= unit_bound.
+        assert m.mechanism.groups == 1
         assert m.mechanism.sensitivity == m.spec.unit_bound
 
 
-def test_groups_cost_sqrt_not_linear() -> None:
-    sql = "SELECT department, COUNT(*) FROM visits GROUP BY department"
-    laplace = plan(sql, catalog("main"), PlanRequest(1.0)).measurements[0].mechanism
+def test_groups_share_the_rows_of_a_unit() -> None:
+    """Counts: a unit's 3 rows are budgeted across its groups, so neither mechanism's scale
+    grows with the groups. Counts of units: 1 in each of 2 groups, so the Laplace scale
+    grows with groups·Δ and the Gaussian σ with sqrt(groups)·Δ."""
+    sql = "SELECT department, COUNT(*), COUNT(DISTINCT patient_id) FROM visits GROUP BY 1"
+    laplace = plan(sql, catalog("main"), PlanRequest(1.0))
     gaussian = plan(sql, catalog("main"), PlanRequest(1.0, mechanism="gaussian"))
-    sigma = gaussian.measurements[0].mechanism.scale
     groups = gaussian.max_groups_per_unit
     assert groups == 2
-    # Laplace scale grows with groups·Δ, the Gaussian σ with sqrt(groups)·Δ.
-    assert laplace.scale == pytest.approx(groups * 3 / 1.0)
-    assert sigma == pytest.approx(3 * (groups / (2 * 0.5)) ** 0.5, rel=1e-6)
+    rows, units = (m.mechanism for m in laplace.measurements)
+    assert rows.scale == pytest.approx(3 / 0.5)  # ε = 1 shared by two measurements
+    assert units.scale == pytest.approx(groups * 1 / 0.5)
+    rows_sigma, units_sigma = (m.mechanism.scale for m in gaussian.measurements)
+    assert rows_sigma == pytest.approx(3 * (1 / (2 * 0.25)) ** 0.5, rel=1e-6)
+    assert units_sigma == pytest.approx(1 * (groups / (2 * 0.25)) ** 0.5, rel=1e-6)

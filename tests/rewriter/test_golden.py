@@ -18,6 +18,7 @@ import pytest
 
 from rewriter import PlanRequest, plan
 from tests.rewriter import reference
+from tests.rewriter.coupling import in_key_order
 from tests.rewriter.tables import SAMPLE_ROWS, catalog, duckdb_with, load_postgres
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "rewriter"
@@ -42,9 +43,13 @@ SEX = {1: "F", 2: "M", 3: "F", 5: "M"}  # tests.rewriter.tables.PATIENTS
 YEAR = {1: 1950, 2: 1990, 3: 2001, 5: 1970}
 
 
+BIRTH_CENTRE = (1900 + 2025) // 2  # AVG measures Σ(birth_year - centre) (measurements)
+
+
 def joined_by_sex(sex: str) -> list[object]:
-    """visits ⋈ patients: [sex, COUNT(*), SUM(birth_year), COUNT(birth_year)] bounded per
-    patient (3 visits x 1 patient row; a patient's sum clamped to 3 x 2025)."""
+    """visits ⋈ patients: [sex, COUNT(*), Σ(birth_year - centre), COUNT(birth_year)] bounded
+    per patient (3 visits x 1 patient row; a patient's centred sum clamped to 3 x [1900,
+    2025] - centre)."""
     visits: dict[int, int] = {}
     for row in SAMPLE_ROWS:
         if SEX.get(row[1]) == sex:
@@ -52,7 +57,13 @@ def joined_by_sex(sex: str) -> list[object]:
     return [
         sex,
         sum(min(n, 3) for n in visits.values()),
-        sum(min(n * YEAR[p], 3 * 2025) for p, n in visits.items()),
+        sum(
+            min(
+                max(n * (YEAR[p] - BIRTH_CENTRE), 3 * (1900 - BIRTH_CENTRE)),
+                3 * (2025 - BIRTH_CENTRE),
+            )
+            for p, n in visits.items()
+        ),
         sum(min(n, 3) for n in visits.values()),
     ]
 
@@ -86,8 +97,23 @@ def clamped_stay(row: reference.Row) -> float | None:
     return None if row[4] is None else float(min(max(row[4], 1), 10))
 
 
+def department(row: reference.Row) -> object:
+    return row[2]
+
+
+# The rows of the groups each patient keeps, its groups in key order (tests.rewriter.coupling):
+# patient 1 has 2 visits in A and 2 in B, so with 3 rows per patient B is dropped.
+BY_DEPARTMENT = reference.kept(SAMPLE_ROWS, department)
+# Joined with departments, B listed twice: patient 1 has 2 rows on floor 1 (A) and 2 x 2 on
+# floor 2 (B, counted as 3), so floor 2 is dropped; patient 3 keeps its 2 rows on floor 2.
+BY_FLOOR = reference.kept(
+    [r for r in SAMPLE_ROWS if r[2] == "A"] + [r for r in SAMPLE_ROWS if r[2] == "B"] * 2,
+    lambda r: 1 if r[2] == "A" else 2,
+)
+
 # What each fixture's bounded query must return on SAMPLE_ROWS, computed independently:
 # one list of values per group present, keys first (sorted), then one total per measurement.
+# With GROUP BY, the query runs with each patient's groups in key order (in_key_order).
 EXPECTED: dict[str, list[list[object]]] = {
     "count_star": [[reference.count_rows(SAMPLE_ROWS)]],
     # Keys from the data (partition selection): the groups present, then COUNT(*) and the
@@ -117,43 +143,57 @@ EXPECTED: dict[str, list[list[object]]] = {
     "group_by_domain": [
         [
             d,
-            reference.count_rows(SAMPLE_ROWS, lambda r, d=d: r[2] == d),
-            reference.sum_stay(SAMPLE_ROWS, lambda r, d=d: r[2] == d),
+            reference.count_rows(BY_DEPARTMENT, lambda r, d=d: r[2] == d),
+            reference.sum_stay(BY_DEPARTMENT, lambda r, d=d: r[2] == d),
         ]
         for d in ("A", "B")
     ],
+    # Patient 1: 1 visit "high" and 3 "low": "high" first, then "low" does not fit.
     "group_by_case_filter": [
         [
             level,
             reference.count_rows(
-                SAMPLE_ROWS, lambda r, v=level: _level(r) == v and r[4] is not None and r[4] >= 2
+                reference.kept(SAMPLE_ROWS, _level),
+                lambda r, v=level: _level(r) == v and r[4] is not None and r[4] >= 2,
             ),
-            reference.count_units(SAMPLE_ROWS, lambda r, v=level: _level(r) == v),
+            reference.count_units(
+                reference.kept(SAMPLE_ROWS, _level), lambda r, v=level: _level(r) == v
+            ),
         ]
         for level in ("high", "low")
     ],
+    # Patient 1: 3 visits in bucket 1 fill its rows; its visit in bucket 3 is dropped.
     "width_bucket": [
-        [b, reference.count_rows(SAMPLE_ROWS, lambda r, b=b: _bucket(r) == b)] for b in (1, 3, None)
+        [
+            b,
+            reference.count_rows(
+                reference.kept(SAMPLE_ROWS, _bucket), lambda r, b=b: _bucket(r) == b
+            ),
+        ]
+        for b in (1, None)
     ],
     "join_protected_on_unit": [joined_by_sex("F"), joined_by_sex("M")],
     # department B is listed twice in the lookup: its visits count twice, then are clamped.
     "join_public_lookup": [
-        [1, reference.count_rows(SAMPLE_ROWS, lambda r: r[2] == "A")],
-        [2, reference.count_rows([r for r in SAMPLE_ROWS if r[2] == "B"] * 2)],
+        [1, reference.count_rows(BY_FLOOR, lambda r: r[2] == "A")],
+        [2, reference.count_rows(BY_FLOOR, lambda r: r[2] == "B")],
     ],
     "variance": [
         [
             d,
-            reference.sum_stay(SAMPLE_ROWS, lambda r, d=d: r[2] == d),
-            reference.count_values(SAMPLE_ROWS, 4, lambda r, d=d: r[2] == d),
-            reference.sum_stay_squares(SAMPLE_ROWS, lambda r, d=d: r[2] == d),
+            reference.sum_stay(BY_DEPARTMENT, lambda r, d=d: r[2] == d, reference.STAY_CENTRE),
+            reference.count_values(BY_DEPARTMENT, 4, lambda r, d=d: r[2] == d),
+            reference.sum_stay_squares(
+                BY_DEPARTMENT, lambda r, d=d: r[2] == d, reference.STAY_CENTRE
+            ),
         ]
         for d in ("A", "B")
     ],
-    # One row per patient: n = min(visits, 3); SUM(n), COUNT(n) and COUNT(*) over patients.
+    # One row per patient: n = min(visits, 3) in [0, 3]; AVG(n) measures Σ(n - 1) (centred),
+    # then COUNT(n) and COUNT(*) over patients.
     "subquery_per_unit": [
         [
-            reference.count_rows(SAMPLE_ROWS),
+            reference.count_rows(SAMPLE_ROWS) - reference.count_units(SAMPLE_ROWS),
             reference.count_units(SAMPLE_ROWS),
             reference.count_units(SAMPLE_ROWS),
         ]
@@ -170,11 +210,15 @@ EXPECTED: dict[str, list[list[object]]] = {
     # Patient 1: prescriptions 1-4 (4 rows, clamped to 2; doses 5+8+1+7 = 21, clamped to
     # 2 x 8 = 16); patient 3: prescriptions 5, 6 (2 rows, doses 5). Visit 99 has no patient.
     "unit_path_hidden_join": [[2 + 2, 16 + 5]],
-    # By department (2 groups per patient allowed): patient 1 has 3 rows in A (clamped to
-    # 2) and 1 in B; patient 3 has 2 in B. Joining visits, the parent, multiplies nothing.
-    "unit_path_explicit_join": [["A", 2], ["B", 1 + 2]],
+    # By department (2 groups and 2 rows per patient): patient 1 has 3 rows in A (clamped to
+    # 2: its rows are used up, B is dropped) and 1 in B; patient 3 has 2 in B. Joining
+    # visits, the parent, multiplies nothing.
+    "unit_path_explicit_join": [["A", 2], ["B", 2]],
     "shared_measurements": [
-        [reference.count_values(SAMPLE_ROWS, 3), reference.sum_cost_steps(SAMPLE_ROWS)]
+        [
+            reference.count_values(SAMPLE_ROWS, 3),
+            reference.sum_cost_steps(SAMPLE_ROWS, centre=reference.COST_CENTRE),
+        ]
     ],
     "where_alias": [
         [
@@ -190,8 +234,8 @@ EXPECTED: dict[str, list[list[object]]] = {
     "quantile_grouped": [
         [
             d,
-            reference.count_rows(SAMPLE_ROWS, lambda r, d=d: r[2] == d),
-            bins([r for r in SAMPLE_ROWS if r[2] == d], clamped_cost, 0.0, 0.64, 64),
+            reference.count_rows(BY_DEPARTMENT, lambda r, d=d: r[2] == d),
+            bins([r for r in BY_DEPARTMENT if r[2] == d], clamped_cost, 0.0, 0.64, 64),
         ]
         for d in ("A", "B")
     ],
@@ -210,7 +254,9 @@ EXPECTED: dict[str, list[list[object]]] = {
     ],
     "where_functions": [
         [
-            reference.sum_stay(SAMPLE_ROWS, lambda r: r[2].lower().startswith("a")),
+            reference.sum_stay(
+                SAMPLE_ROWS, lambda r: r[2].lower().startswith("a"), reference.STAY_CENTRE
+            ),
             reference.count_values(SAMPLE_ROWS, 4, lambda r: r[2].lower().startswith("a")),
         ]
     ],
@@ -224,10 +270,9 @@ EXPECTED: dict[str, list[list[object]]] = {
         ]
     ],
     "where_not_in_unit": [[reference.count_rows(SAMPLE_ROWS, lambda r: r[1] != 1)]],
-    # Only patient 1 has a stay over 10: 2 visits in A, 2 in B.
+    # Only patient 1 has a stay over 10: 2 visits in A, 2 in B (B does not fit its rows).
     "where_exists_correlated": [
-        [d, reference.count_rows(SAMPLE_ROWS, lambda r, d=d: r[1] == 1 and r[2] == d)]
-        for d in ("A", "B")
+        ["A", reference.count_rows(SAMPLE_ROWS, lambda r: r[1] == 1 and r[2] == "A")]
     ],
     "where_not_exists_unit": [[reference.count_rows(SAMPLE_ROWS, lambda r: r[1] == 4)]],
     # Prescriptions 1-3 are on visits 1 and 2 (department A) of patient 1: 3 rows, clamped
@@ -291,7 +336,9 @@ def test_rewrite_matches_golden(name: str, dialect: str) -> None:
 
 @pytest.mark.parametrize("name", fixture_names())
 def test_golden_runs_on_duckdb(name: str) -> None:
-    sql = load(FIXTURES / f"{name}.sql")["duckdb"]
+    sections = load(FIXTURES / f"{name}.sql")
+    made = plan(sections["input"], catalog("main"), PlanRequest(1.0, "duckdb", delta=1e-6))
+    sql = in_key_order(made, sections["duckdb"])
     rows = duckdb_with(SAMPLE_ROWS).execute(sql).fetchall()
     assert normalized(rows) == sorted(EXPECTED[name], key=repr)
 
@@ -300,7 +347,9 @@ def test_golden_runs_on_duckdb(name: str) -> None:
 @pytest.mark.parametrize("name", fixture_names())
 def test_golden_runs_on_postgres(name: str, pg_dsn: str, pg_schema: str) -> None:
     load_postgres(pg_dsn, pg_schema, SAMPLE_ROWS)
-    sql = load(FIXTURES / f"{name}.sql")["postgres"]
+    sections = load(FIXTURES / f"{name}.sql")
+    made = plan(sections["input"], catalog("public"), PlanRequest(1.0, "postgres", delta=1e-6))
+    sql = in_key_order(made, sections["postgres"])
     with psycopg.connect(pg_dsn) as conn:
         conn.execute(f'SET search_path = "{pg_schema}"')
         # The fixture names schema "public"; run it against the test schema instead.

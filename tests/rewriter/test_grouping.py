@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import duckdb
 import pytest
 from hypothesis import given, settings
@@ -9,6 +11,7 @@ from hypothesis import strategies as st
 
 from rewriter import Catalog, ColumnPolicy, PlanRequest, TablePolicy, build_catalog, plan
 from tests.rewriter import reference
+from tests.rewriter.coupling import in_key_order
 from tests.rewriter.tables import COLUMNS, Row, catalog, duckdb_with
 
 
@@ -72,9 +75,10 @@ def test_sensitivity_scales_with_groups(max_groups: int, expected: int) -> None:
         PlanRequest(0.5),
     )
     (count,) = query_plan.measurements
-    # At most min(max_groups, 3 departments) groups, 3 rows each.
+    # At most min(max_groups, 3 rows, 3 departments) groups; their rows add up to 3 at most.
     assert query_plan.max_groups_per_unit == expected
-    assert count.mechanism.scale == pytest.approx(expected * 3 / 0.5)
+    assert count.mechanism.sensitivity == 3
+    assert count.mechanism.scale == pytest.approx(3 / 0.5)
     assert count.mechanism.epsilon() <= 0.5
 
 
@@ -101,8 +105,15 @@ def test_grouped_answer_equals_independent_python(
         catalog_with_groups(3),
         PlanRequest(1.0),
     )
-    exact = duckdb_with(rows).execute(query_plan.sql).fetchall()
+    exact = duckdb_with(rows).execute(in_key_order(query_plan)).fetchall()
     got = sorted([str(k), *(int(v) for v in vs)] for k, *vs in exact)
+    # The departments each patient keeps, in key order: at most 3, within its 3 rows.
+    rows = reference.kept(
+        rows,
+        lambda r: r[2],
+        lambda r: r[2] in ("A", "B", "C") and (r[4] is None or r[4] != 5),
+        groups=3,
+    )
 
     def keep(dept: str) -> reference.Callable[[Row], bool]:
         return lambda r: r[2] == dept and (r[4] is None or r[4] != 5)
@@ -135,3 +146,51 @@ def test_released_groups_match_on_both_orders() -> None:
     )
     released = query_plan.release(conn.execute(query_plan.sql).fetchall(), ZeroNoise())
     assert released.rows == (("A", 1), ("B", 1), ("C", 0))
+
+
+def test_a_person_with_only_null_values_adds_nothing_to_a_sum() -> None:
+    """SUM(stay * 2 - cost) ranges over [-98, 20]: a patient whose values are all NULL
+    must add 0, not the lower clamp of its partial (GREATEST and LEAST skip NULL)."""
+    query_plan = plan(
+        "SELECT department, SUM(stay * 2 - cost) FROM visits GROUP BY department",
+        catalog("main"),
+        PlanRequest(1.0),
+    )
+    rows: list[Row] = [(1, 1, "A", None, None), (2, 2, "A", 1.0, 3)]
+    exact = dict(duckdb_with(rows).execute(in_key_order(query_plan)).fetchall())
+    (total,) = query_plan.measurements
+    step = total.spec.grid.step if total.spec.grid else 1.0
+    assert exact == {"A": round((3 * 2 - 1.0) / step)}
+
+
+def test_a_person_keeps_groups_within_its_rows_chosen_at_random() -> None:
+    """max_rows_per_unit = 3 rows in all: a patient with 3 visits in A and 2 in B keeps one
+    of the two departments, drawn at random; one with 1 in A and 2 in B keeps both."""
+    query_plan = plan(
+        "SELECT department, COUNT(*) FROM visits GROUP BY department",
+        catalog_with_groups(2),
+        PlanRequest(1.0),
+    )
+    visits = [(1, "A"), (1, "A"), (1, "A"), (1, "B"), (1, "B"), (2, "A"), (2, "B"), (2, "B")]
+    rows: list[Row] = [(i, p, d, 1.0, 1) for i, (p, d) in enumerate(visits)]
+    conn = duckdb_with(rows)
+    seen = set()
+    for _ in range(40):
+        totals = dict(conn.execute(query_plan.sql).fetchall())
+        # Patient 2 adds A: 1, B: 2; patient 1 adds A: 3 or B: 2, never both.
+        assert totals in ({"A": 4, "B": 2}, {"A": 1, "B": 4}), totals
+        seen.add(tuple(sorted(totals.items())))
+    assert len(seen) == 2, "the group kept should be drawn at random"
+
+
+def test_whole_number_keys_beyond_2_53_stay_separate_cells() -> None:
+    """As floats, 2^60 and 2^60 + 1 would be one released cell, in which one person could
+    count twice (a Gaussian count of units is calibrated to one count per cell)."""
+    made = plan(
+        "SELECT stay, COUNT(DISTINCT patient_id) FROM visits GROUP BY stay",
+        catalog("main"),
+        PlanRequest(1.0, delta=1e-6),
+    )
+    rows = [(2**60, 500, 500), (2**60 + 1, 500, 500), (1.0, 500, 500), (Decimal(2), 500, 500)]
+    released = made.release(rows, ZeroNoise())
+    assert sorted(r[0] for r in released.rows) == [1, 2, 2**60, 2**60 + 1]

@@ -247,7 +247,9 @@ def test_shared_measurements_and_privacy_map() -> None:
     assert [m.spec.kind.value for m in query_plan.measurements] == ["count", "sum"]
     count, total = query_plan.measurements
     assert count.spec.unit_bound == 3  # max_rows_per_unit
-    assert total.spec.unit_bound == 3 * 100 * 2**13  # rows x upper bound, in grid steps
+    # Counted anyway, cost's sum is centred on 50: rows x half the range, in grid steps.
+    assert total.spec.centre == 50 * 2**13
+    assert total.spec.unit_bound == 3 * 50 * 2**13
     for m in query_plan.measurements:
         assert m.epsilon == pytest.approx(0.45)
         assert m.mechanism.epsilon() <= m.epsilon
@@ -277,7 +279,8 @@ def test_release_post_processing() -> None:
         CATALOG,
         PlanRequest(1.0),
     )
-    released = query_plan.release([(5, 80 * 2**13, 4, 12)], ZeroNoise())
+    # Σ(cost - 50) = 80 - 4 x 50 over 4 values: SUM 80 (c·n + centred sum), AVG 20.
+    released = query_plan.release([(5, (80 - 200) * 2**13, 4, 12)], ZeroNoise())
     assert released.rows == ((5, 80.0, 20.0, 12),)
     assert isinstance(released.rows[0][3], int)
     # A negative noisy count is released as 0; an average stays within the bounds.
@@ -318,6 +321,6 @@ def test_bounded_answer_equals_independent_python(
     assert [int(v) for v in exact] == [
         reference.count_rows(rows, keep),
         reference.count_values(rows, 3, keep),
-        reference.sum_cost_steps(rows, keep),
+        reference.sum_cost_steps(rows, keep, reference.COST_CENTRE),  # COUNT(cost) too
         reference.sum_stay(rows, keep),
     ]

@@ -71,6 +71,6 @@ def test_variance_shares_measurements_with_avg() -> None:
     assert kinds == [
         ("sum", '"t0"."stay"'),
         ("count", '"t0"."stay"'),
-        ("sum", '("t0"."stay") * ("t0"."stay")'),
+        ("sum", '(("t0"."stay") - 5) * (("t0"."stay") - 5)'),  # centred on 5, in [1, 10]
     ]
     assert all(m.epsilon == pytest.approx(0.3) for m in query_plan.measurements)

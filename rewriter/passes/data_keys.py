@@ -1,0 +1,409 @@
+"""GROUP BY keys from the data (no public domain): the forms released, and as what.
+
+A key without a public domain is released through partition selection (δ > 0). The proxy
+runs on DuckDB or PostgreSQL, so a key must come out of both as the same value of the same
+released type, and computing it must not fail on any row (an error would reveal that such
+a row exists). Accepted, with the released type:
+
+- a plain column of a number (BIGINT, or DOUBLE for real and decimal columns), text
+  (VARCHAR), date (DATE), timestamp (TIMESTAMP) or boolean (BOOLEAN) type;
+- ``lower``, ``upper``, ``trim`` (of spaces or of constant characters), ``substring(x,
+  start[, length])`` with constant start >= 1 and length >= 0, ``||`` of text, and a cast
+  of an integer, text or boolean key to text: VARCHAR;
+- ``EXTRACT(field FROM c)`` of a date or timestamp column, for the fields both engines
+  compute alike (year, isoyear, quarter, month, week, day, dow, isodow, doy, decade,
+  century, millennium; hour and minute of a timestamp): DOUBLE;
+- ``date_trunc('second' | 'minute' | 'hour' | 'day' | 'week' | 'month' | 'quarter' |
+  'year', c)`` of a date or timestamp column: TIMESTAMP. PostgreSQL truncates a date as a
+  timestamp with time zone (in the session's zone) and DuckDB as a timestamp, so the key
+  is written ``CAST(date_trunc(unit, CAST(c AS TIMESTAMP)) AS TIMESTAMP)``. Decades and
+  longer are refused: the engines start centuries on different years;
+- arithmetic and rounding over bounded numeric columns (``rewriter.passes.numeric_keys``):
+  BIGINT for an integer expression, DOUBLE otherwise;
+- ``CASE WHEN … THEN … END``, ``COALESCE``, ``GREATEST`` and ``LEAST`` whose values are
+  these forms or constants (at least one not constant), of one type: that type (BIGINT and
+  DOUBLE together give DOUBLE; GREATEST and LEAST not of text, whose order depends on the
+  database's collation).
+
+Wherever a date or timestamp column appears in a key (plain, in EXTRACT or date_trunc, in
+a CASE, COALESCE, GREATEST or LEAST), a value outside the years 1 to 9999 counts as NULL:
+``CASE WHEN c BETWEEN '0001-01-01' AND '9999-12-31…' THEN … END``. PostgreSQL's
+±infinity and its years after 9999 or BC make psycopg fail when it fetches them (DuckDB
+returns the largest or smallest date for ±infinity and text for the others), EXTRACT of a
+year-like field gives ±Infinity for ±infinity on PostgreSQL and NULL on DuckDB, the
+engines number the years BC differently (44 BC: -44 and -43), and a date beyond the years
+a timestamp can hold cannot be cast to one. CASE conditions see the raw value (nothing is
+released from them, and comparing a date never fails).
+
+A key that only reads columns and applies functions that cannot fail keeps the SQL that
+``check_predicate`` gives it (``DataKey.expression`` None); the others are rewritten as
+above, with a CAST to their released type. A key computed from the privacy unit column is
+refused, as is anything else.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from rewriter.catalog import ColumnType
+from rewriter.errors import Rejected
+from rewriter.passes.check_predicate import check_predicate
+from rewriter.passes.numeric_keys import (
+    Unknown,
+    case_values,
+    check_not_unit,
+    computes,
+    numeric_key,
+    numeric_value,
+    skipping_nulls,
+)
+from rewriter.scope import Scope
+
+KEY_TYPES = {
+    ColumnType.INTEGER: "BIGINT",
+    ColumnType.FLOAT: "DOUBLE",
+    ColumnType.DECIMAL: "DOUBLE",
+    ColumnType.TEXT: "VARCHAR",
+    ColumnType.DATE: "DATE",
+    ColumnType.TIMESTAMP: "TIMESTAMP",
+    ColumnType.BOOLEAN: "BOOLEAN",
+}
+_SQL_TYPES = {
+    "BIGINT": exp.DataType.Type.BIGINT,
+    "DOUBLE": exp.DataType.Type.DOUBLE,
+    "VARCHAR": exp.DataType.Type.VARCHAR,
+    "DATE": exp.DataType.Type.DATE,
+    "TIMESTAMP": exp.DataType.Type.TIMESTAMP,
+    "BOOLEAN": exp.DataType.Type.BOOLEAN,
+}
+_DATE_FIELDS = frozenset(
+    {"YEAR", "ISOYEAR", "QUARTER", "MONTH", "WEEK", "DAY", "DOW", "ISODOW", "DOY", "DECADE"}
+    | {"CENTURY", "MILLENNIUM"}
+)
+_TIME_FIELDS = frozenset({"HOUR", "MINUTE"})
+_TRUNC_UNITS = {
+    **dict.fromkeys(("SECOND", "SECONDS", "SEC", "SECS"), "SECOND"),
+    **dict.fromkeys(("MINUTE", "MINUTES", "MIN", "MINS"), "MINUTE"),
+    **dict.fromkeys(("HOUR", "HOURS", "HR", "HRS"), "HOUR"),
+    **dict.fromkeys(("DAY", "DAYS"), "DAY"),
+    **dict.fromkeys(("WEEK", "WEEKS"), "WEEK"),
+    **dict.fromkeys(("MONTH", "MONTHS", "MON", "MONS"), "MONTH"),
+    **dict.fromkeys(("QUARTER", "QUARTERS", "QTR"), "QUARTER"),
+    **dict.fromkeys(("YEAR", "YEARS", "YR", "YRS"), "YEAR"),
+}
+#: Dates and timestamps a client library can represent (years 1 to 9999).
+_RANGES = {
+    ColumnType.DATE: ("0001-01-01", "9999-12-31"),
+    ColumnType.TIMESTAMP: ("0001-01-01 00:00:00", "9999-12-31 23:59:59.999999"),
+}
+_DATE_TEXT = re.compile(r"\d{4}-\d{2}-\d{2}")
+_TIME_TEXT = re.compile(r"\d{4}-\d{2}-\d{2}( \d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?)?")
+_INTEGER = re.compile(r"\d+")
+
+ACCEPTED = (
+    "keys found in the data are released only for: a plain column (of a number, text, date, "
+    "timestamp or boolean type); lower, upper, trim, substring(x, start[, length]) and || "
+    "of text; EXTRACT(year, isoyear, quarter, month, week, day, dow, isodow, doy, decade, "
+    "century, millennium, hour or minute FROM a date or timestamp column); "
+    "date_trunc('second' to 'year', a date or timestamp column); + - * /, floor, ceil, "
+    "round(x[, d]) and abs over numeric columns with declared bounds; and CASE WHEN, "
+    "COALESCE, GREATEST and LEAST over these"
+)
+
+
+@dataclass(frozen=True)
+class DataKey:
+    #: The key's SQL when it had to be rewritten; None: check_predicate's output, as is.
+    expression: exp.Expr | None
+    sql_type: str  # the released type (a DuckDB type name)
+
+
+def data_key(target: exp.Expr, scope: Scope) -> DataKey:
+    """The SQL and released type of a key without a public domain, or raise Rejected."""
+    built = _Keys(scope, target).key(target)
+    if built.constant or built.type is None:
+        raise not_understood(target)
+    if not built.changed:
+        return DataKey(None, built.type)
+    return DataKey(built.sql, built.type)
+
+
+def not_understood(key: exp.Expr) -> Rejected:
+    return Rejected(
+        f"GROUP BY {key.sql(dialect='postgres')} has no public domain, and {ACCEPTED}",
+        hint="group by one of these forms, or declare a public domain for the column, or "
+        "use a CASE with constant results or width_bucket(x, lo, hi, n)",
+    )
+
+
+@dataclass(frozen=True)
+class _Key:
+    sql: exp.Expr  # resolved
+    type: str | None  # the released type; None for NULL
+    changed: bool = False  # rewritten: not check_predicate's output
+    constant: bool = False  # no column in it
+    #: PostgreSQL turns a numeric into a double only if it fits: a decimal column must not
+    #: meet a floating-point value in one CASE or COALESCE.
+    decimal: bool = False
+    real: bool = False
+
+
+class _Keys:
+    def __init__(self, scope: Scope, original: exp.Expr) -> None:
+        self.scope = scope
+        self.original = original
+
+    def unknown(self, node: exp.Expr) -> Rejected:
+        if not computes(node):
+            check_predicate(node, self.scope, "GROUP BY")  # its refusal says more, if any
+        return not_understood(self.original)
+
+    def key(self, node: exp.Expr) -> _Key:
+        if isinstance(node, exp.Paren):
+            return self.key(node.this)
+        if numeric_value(node):
+            unknown: Unknown = self.unknown
+            sql, sql_type = numeric_key(node, self.scope, self.original, unknown)
+            return _Key(sql, sql_type, changed=True, real=sql_type == "DOUBLE")
+        if isinstance(node, exp.Column):
+            resolved = self.column(node)
+            info = self.scope.info(resolved)
+            found = KEY_TYPES.get(info.type)
+            if found is None:
+                raise self.unknown(node)
+            if info.type in _RANGES:
+                guarded = self.within_years(resolved, resolved)
+                return _Key(exp.cast(guarded, _SQL_TYPES[found]), found, changed=True)
+            return _Key(
+                resolved,
+                found,
+                decimal=info.type is ColumnType.DECIMAL,
+                real=info.type is ColumnType.FLOAT,
+            )
+        constant = _constant(node)
+        if constant is not None:
+            return constant
+        if isinstance(node, (exp.Lower, exp.Upper, exp.Trim, exp.Substring, exp.DPipe)):
+            return self.text(node)
+        if isinstance(node, exp.Cast):
+            return self.cast(node)
+        if isinstance(node, exp.Extract):
+            return self.extract(node)
+        if isinstance(node, (exp.TimestampTrunc, exp.DateTrunc)):
+            return self.truncated(node)
+        if isinstance(node, exp.Case) and node.this is None:
+            return self.case(node)
+        if isinstance(node, (exp.Coalesce, exp.Greatest, exp.Least)):
+            parts = [self.key(a) for a in [node.this, *node.expressions]]
+            common = self.common(parts)
+            if not isinstance(node, exp.Coalesce) and common.type not in _ORDERED:
+                raise self.unknown(node)
+            sql = node.__class__(this=parts[0].sql, expressions=[p.sql for p in parts[1:]])
+            if isinstance(sql, (exp.Greatest, exp.Least)):
+                sql = skipping_nulls(sql)
+            return self.typed(sql, common)
+        raise self.unknown(node)
+
+    def column(self, node: exp.Column) -> exp.Column:
+        if not isinstance(node.this, exp.Identifier):
+            raise Rejected("GROUP BY may refer to columns by name only")
+        resolved = self.scope.resolve(node, "GROUP BY")
+        check_not_unit(resolved, self.scope, self.original)
+        return resolved
+
+    def text(self, node: exp.Expr) -> _Key:
+        operands = [node.this, node.expression] if isinstance(node, exp.DPipe) else [node.this]
+        parts = [self.key(o) for o in operands]
+        if any(p.type not in ("VARCHAR", None) for p in parts):
+            raise self.unknown(node)
+        if isinstance(node, exp.Trim):
+            characters = node.expression
+            if node.args.get("collation") is not None or (
+                characters is not None
+                and not (isinstance(characters, exp.Literal) and characters.is_string)
+            ):
+                raise self.unknown(node)
+        if isinstance(node, exp.Substring) and not _substring_bounds(node):
+            raise Rejected(
+                f"GROUP BY {self.original.sql(dialect='postgres')}: substring(x, start, "
+                "length) needs a constant start of at least 1 and a constant length of at "
+                "least 0 (DuckDB counts a start below 1 from the end, PostgreSQL does not)",
+                hint="for example substring(code, 1, 3)",
+            )
+        rebuilt = node.copy()
+        rebuilt.set("this", parts[0].sql)
+        if isinstance(node, exp.DPipe):
+            rebuilt.set("expression", parts[1].sql)
+        changed = any(p.changed for p in parts)
+        common = _Key(rebuilt, "VARCHAR", changed, all(p.constant for p in parts))
+        return self.typed(rebuilt, common) if changed else common
+
+    def cast(self, node: exp.Cast) -> _Key:
+        target = node.to
+        if target.expressions or not target.is_type(
+            exp.DataType.Type.TEXT, exp.DataType.Type.VARCHAR
+        ):
+            raise self.unknown(node)
+        inner = self.key(node.this)
+        if inner.type not in ("BIGINT", "VARCHAR", "BOOLEAN") or inner.decimal or inner.real:
+            raise self.unknown(node)  # numbers with a fraction print differently per engine
+        sql = exp.cast(inner.sql, exp.DataType.Type.VARCHAR)
+        return _Key(sql, "VARCHAR", inner.changed, inner.constant)
+
+    def extract(self, node: exp.Extract) -> _Key:
+        field = node.this.name.upper()
+        column = self.date_column(node.expression)
+        kind = self.scope.info(column).type
+        if field in _TIME_FIELDS and kind is ColumnType.DATE:
+            raise Rejected(
+                f"GROUP BY {self.original.sql(dialect='postgres')}: a date has no {field.lower()}",
+                hint="extract it from a timestamp column",
+            )
+        if field not in _DATE_FIELDS | _TIME_FIELDS:
+            raise Rejected(
+                f"GROUP BY {self.original.sql(dialect='postgres')}: EXTRACT({field}) differs "
+                "between the engines dpproxy runs on (fractions of seconds, epochs)",
+                hint="extract one of year, isoyear, quarter, month, week, day, dow, isodow, "
+                "doy, decade, century, millennium, hour, minute",
+            )
+        extracted = exp.Extract(this=exp.var(field), expression=column.copy())
+        guarded = self.within_years(column, extracted)
+        return _Key(exp.cast(guarded, exp.DataType.Type.DOUBLE), "DOUBLE", changed=True)
+
+    def truncated(self, node: exp.Expr) -> _Key:
+        unit_node = node.args.get("unit")
+        unit = _TRUNC_UNITS.get(unit_node.name.upper()) if unit_node is not None else None
+        if unit is None or node.args.get("zone") is not None:
+            raise Rejected(
+                f"GROUP BY {self.original.sql(dialect='postgres')}: date_trunc needs a "
+                "constant unit of second, minute, hour, day, week, month, quarter or year "
+                "(the engines dpproxy runs on begin decades, centuries and millennia on "
+                "different years)",
+                hint="for example date_trunc('month', visit_date)",
+            )
+        column = self.date_column(node.this)
+        truncated = exp.TimestampTrunc(
+            this=exp.cast(column.copy(), exp.DataType.Type.TIMESTAMP), unit=exp.var(unit)
+        )
+        guarded = self.within_years(column, truncated)
+        return _Key(exp.cast(guarded, exp.DataType.Type.TIMESTAMP), "TIMESTAMP", changed=True)
+
+    def within_years(self, column: exp.Column, value: exp.Expr) -> exp.Expr:
+        """``value`` (computed from the date or timestamp ``column``) where the column is
+        within the years 1 to 9999, else NULL: ``CASE WHEN column BETWEEN … THEN value END``
+        (the engines evaluate ``value`` only for the rows within)."""
+        kind = self.scope.info(column).type
+        low, high = (
+            exp.cast(exp.Literal.string(v), _SQL_TYPES[KEY_TYPES[kind]]) for v in _RANGES[kind]
+        )
+        in_range = exp.Between(this=column.copy(), low=low, high=high)
+        return exp.Case(ifs=[exp.If(this=in_range, true=value)])
+
+    def date_column(self, node: exp.Expr) -> exp.Column:
+        inner = node.unnest()
+        if isinstance(inner, exp.Column):
+            resolved = self.column(inner)
+            if self.scope.info(resolved).type in _RANGES:
+                return resolved
+        raise Rejected(
+            f"GROUP BY {self.original.sql(dialect='postgres')}: EXTRACT and date_trunc in a "
+            "key need a date or timestamp column",
+            hint="for example date_trunc('month', visit_date)",
+        )
+
+    def case(self, node: exp.Case) -> _Key:
+        conditions = [
+            check_predicate(branch.this, self.scope, "GROUP BY")
+            for branch in node.args.get("ifs", [])
+        ]
+        parts = [self.key(v) for v in case_values(node)]
+        common = self.common(parts)
+        ifs = [exp.If(this=c, true=p.sql) for c, p in zip(conditions, parts, strict=False)]
+        default = parts[len(ifs)].sql if node.args.get("default") is not None else None
+        return self.typed(exp.Case(ifs=ifs, default=default), common)
+
+    def common(self, parts: list[_Key]) -> _Key:
+        """The type the values of a CASE or COALESCE share (a _Key without SQL)."""
+        types = {p.type for p in parts if p.type is not None}
+        found: str | None = None  # only NULL
+        if types and types <= {"BIGINT", "DOUBLE"}:
+            found = "DOUBLE" if "DOUBLE" in types else "BIGINT"
+        elif len(types) == 1:
+            (found,) = types
+        elif types:
+            raise Rejected(
+                f"GROUP BY {self.original.sql(dialect='postgres')} mixes values of different "
+                f"types ({', '.join(sorted(types))})",
+                hint="give every branch the same type",
+            )
+        decimal = any(p.decimal for p in parts)
+        real = any(p.real for p in parts)
+        if decimal and real:
+            raise Rejected(
+                f"GROUP BY {self.original.sql(dialect='postgres')} mixes a decimal column "
+                "with floating-point values: PostgreSQL would convert the decimals to "
+                "doubles and fail on a value too large for one",
+                hint="group by the decimal column and the real values separately",
+            )
+        return _Key(
+            exp.Null(),
+            found,
+            changed=any(p.changed for p in parts),
+            constant=all(p.constant for p in parts),
+            decimal=decimal,
+            real=real,
+        )
+
+    def typed(self, sql: exp.Expr, common: _Key) -> _Key:
+        """A CASE or COALESCE with the common type; cast to it if rewritten (the engines
+        then return that type, whatever the parts)."""
+        if common.changed and common.type is not None:
+            sql = exp.cast(sql, _SQL_TYPES[common.type])
+        return _Key(sql, common.type, common.changed, common.constant, common.decimal, common.real)
+
+
+_ORDERED = frozenset({"BIGINT", "DOUBLE", "DATE", "TIMESTAMP"})
+
+
+def _constant(node: exp.Expr) -> _Key | None:
+    """A literal as a key part: text, a number, a boolean, NULL, or a valid date or
+    timestamp literal within the years 1 to 9999 (checked now, not by the database)."""
+    if isinstance(node, exp.Null):
+        return _Key(exp.Null(), None, constant=True)
+    if isinstance(node, exp.Boolean):
+        return _Key(node.copy(), "BOOLEAN", constant=True)
+    number = node.this if isinstance(node, exp.Neg) else node
+    if isinstance(number, exp.Literal):
+        if number.is_string:
+            return _Key(node.copy(), "VARCHAR", constant=True) if number is node else None
+        found = "BIGINT" if _INTEGER.fullmatch(number.this) else "DOUBLE"
+        return _Key(node.copy(), found, constant=True)
+    if isinstance(node, exp.Cast) and isinstance(node.this, exp.Literal) and node.this.is_string:
+        text = node.this.this
+        try:
+            if node.to.is_type(exp.DataType.Type.DATE) and _DATE_TEXT.fullmatch(text):
+                dt.date.fromisoformat(text)
+                return _Key(node.copy(), "DATE", constant=True)
+            if node.to.is_type(exp.DataType.Type.TIMESTAMP) and _TIME_TEXT.fullmatch(text):
+                dt.datetime.fromisoformat(text)
+                return _Key(node.copy(), "TIMESTAMP", constant=True)
+        except ValueError:
+            return None
+    return None
+
+
+def _substring_bounds(node: exp.Substring) -> bool:
+    start, length = node.args.get("start"), node.args.get("length")
+    if not (isinstance(start, exp.Literal) and _INTEGER.fullmatch(start.this or "")):
+        return start is None
+    if int(start.this) < 1 or start.is_string:
+        return False
+    return length is None or (
+        isinstance(length, exp.Literal)
+        and not length.is_string
+        and bool(_INTEGER.fullmatch(length.this))
+    )

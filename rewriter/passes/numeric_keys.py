@@ -1,0 +1,497 @@
+"""Numeric GROUP BY keys from the data: arithmetic and rounding over bounded columns.
+
+``GROUP BY floor(cost / 10) * 10``, ``GROUP BY stay / 7``, ``GROUP BY round(cost, 1)``: the
+key is computed in the database on every row, so it must not fail on any value (an error
+would reveal that such a row exists), and DuckDB and PostgreSQL must compute the same
+value. So:
+
+- every column in it must be numeric with declared bounds. It is cleaned first, as inside
+  aggregates: NaN and ±infinity become NULL, values are clamped to the bounds, and real
+  values tiny next to the bounds become 0 (``rewriter.underflow``). The key is computed
+  from the clamped values. A decimal column is clamped in its own type before it becomes
+  a double, because PostgreSQL cannot convert a huge numeric into a double
+  (its numeric NaN sorts above every number, so it is clamped to the upper bound);
+- interval arithmetic (``rewriter.intervals``) proves that no step can overflow (every
+  intermediate value stays within ±2^52), that no divisor can be 0, and that no product or
+  quotient can underflow;
+- the SQL states its types, so both engines compute the same thing: integers are BIGINT,
+  everything else DOUBLE (decimal columns and literals included). Integer / integer
+  truncates toward zero, as in PostgreSQL (DuckDB's ``/`` would not): the quotient of the
+  two as doubles, truncated, which is exact because both lie within ±2^52. ``round(x, d)``
+  is x·10^d rounded half away from zero in double precision, then divided by 10^d
+  (PostgreSQL has no round(double, d), and rounds doubles half to even);
+- the key is released as BIGINT when it is an integer expression and as DOUBLE otherwise,
+  with -0 released as 0.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from rewriter.catalog import ColumnType
+from rewriter.errors import Rejected
+from rewriter.intervals import Interval, interval_of
+from rewriter.passes.check_predicate import check_predicate
+from rewriter.scope import Scope
+from rewriter.underflow import flush_threshold
+
+#: Nodes that compute on numbers: a key with one of them over a column is a numeric key.
+COMPUTING = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Neg, exp.Floor, exp.Ceil, exp.Round, exp.Abs)
+LARGEST_DOUBLE = "1.7976931348623157e308"
+MAX_DIGITS = 15  # round(x, d): |d| at most this (10^d is an exact double)
+MAX_KEY_SQL = 50_000  # characters of one key's SQL
+_INTEGER = re.compile(r"\d+")
+_DOUBLE = exp.DataType.Type.DOUBLE
+_BIGINT = exp.DataType.Type.BIGINT
+
+#: Refuses a node the key forms do not include (``original``: the whole key, as written).
+Unknown = Callable[[exp.Expr], Rejected]
+
+
+def computes(node: exp.Expr) -> bool:
+    """Whether the value of a key does arithmetic or rounding on a column (the conditions
+    of a CASE do not count: they are checked as predicates)."""
+    if isinstance(node, exp.Case):
+        return any(computes(v) for v in case_values(node))
+    if isinstance(node, COMPUTING) and node.find(exp.Column) is not None:
+        return True
+    return any(computes(child) for child in node.iter_expressions())
+
+
+def numeric_value(node: exp.Expr) -> bool:
+    """Whether the key's value is itself a computation on numbers: arithmetic or rounding,
+    or a CASE, COALESCE, GREATEST or LEAST with such a value (then the whole key is built
+    here, all its columns clamped)."""
+    if isinstance(node, exp.Paren):
+        return numeric_value(node.this)
+    if isinstance(node, exp.Case):
+        return any(numeric_value(v) for v in case_values(node))
+    if isinstance(node, (exp.Coalesce, exp.Greatest, exp.Least)):
+        return any(numeric_value(a) for a in [node.this, *node.expressions])
+    return isinstance(node, COMPUTING) and node.find(exp.Column) is not None
+
+
+def check_not_unit(column: exp.Column, scope: Scope, original: exp.Expr) -> None:
+    """Refuse a key computed from the privacy unit column (``column``: resolved)."""
+    table = next(s.table for s in scope.sources if s.alias == column.table)
+    unit = table.privacy_unit
+    if unit is None or unit.name.lower() != column.name.lower():
+        return
+    written = _written(original)
+    if isinstance(original.unnest(), exp.Column):
+        raise Rejected(
+            f"GROUP BY {written} would make one group per person: partition selection "
+            "would release (almost) none of them",
+            hint=f"count the persons instead, e.g. COUNT(DISTINCT {written})",
+        )
+    raise Rejected(
+        f"GROUP BY {written} is computed from {unit.name}, the column that identifies "
+        "persons (the privacy unit): dpproxy does not group by it",
+        hint=f"count the persons instead, e.g. COUNT(DISTINCT {unit.name}), or group by "
+        "another column",
+    )
+
+
+def skipping_nulls(node: exp.Greatest | exp.Least) -> exp.Greatest | exp.Least:
+    """A GREATEST or LEAST built here, marked as skipping NULL arguments, as both engines
+    do: without the mark, sqlglot writes it for DuckDB as NULL when any argument is NULL."""
+    node.set("ignore_nulls", True)
+    return node
+
+
+def case_values(node: exp.Case) -> list[exp.Expr]:
+    """The values a searched CASE can take (its THEN and ELSE expressions)."""
+    values: list[exp.Expr] = [branch.args["true"] for branch in node.args.get("ifs", [])]
+    default = node.args.get("default")
+    return [*values, *([default] if default is not None else [])]
+
+
+def numeric_key(
+    node: exp.Expr, scope: Scope, original: exp.Expr, unknown: Unknown
+) -> tuple[exp.Expr, str]:
+    """The SQL of a numeric key and its released type, or raise Rejected."""
+    builder = _Builder(scope, original, unknown)
+    built = builder.number(node)
+    if built.null:
+        raise unknown(node)
+    try:
+        interval_of(_without_nulls(built.check), lambda c: column_interval(c, scope))
+    except Rejected as refused:
+        raise Rejected(
+            f"GROUP BY {_written(original)} cannot be computed safely on every row: "
+            + _reason(refused.message),
+            hint=refused.hint,
+        ) from None
+
+    def clean(sub: exp.Expr) -> exp.Expr:
+        if isinstance(sub, exp.Column):
+            return _cleaned(sub, scope)
+        if isinstance(sub, exp.Placeholder):  # a CASE condition: checked, not cleaned
+            return builder.conditions[sub.name].copy()
+        return sub
+
+    cleaned = built.sql.transform(clean)
+    key: exp.Expr
+    if built.integer:
+        key, sql_type = exp.cast(cleaned, _BIGINT), "BIGINT"
+    else:
+        value = exp.cast(cleaned, _DOUBLE)
+        # -0.0 and 0.0 are one group: released as 0.0, whichever row came first.
+        zero = exp.EQ(this=value.copy(), expression=exp.Literal.number(0))
+        key, sql_type = (
+            exp.Case(ifs=[exp.If(this=zero, true=_double(0.0))], default=value),
+            "DOUBLE",
+        )
+    if len(key.sql()) > MAX_KEY_SQL:
+        raise Rejected(
+            f"GROUP BY {_written(original)} is too complex: its SQL, with every column clamped "
+            f"to its bounds, would exceed {MAX_KEY_SQL:,} characters",
+            hint="group by a simpler expression (fewer nested round() or divisions)",
+        )
+    return key, sql_type
+
+
+def _reason(message: str) -> str:
+    """What rewriter.intervals or rewriter.underflow found, said of a key (their messages
+    speak of aggregates and show the expression as rewritten)."""
+    if "exceed" in message or "no finite bounds" in message:
+        return "with its columns within their declared bounds, a step of it can exceed ±2^52"
+    if "underflow" in message:
+        return (
+            "it can produce numbers so small that PostgreSQL fails on them (underflow), and "
+            "such an error would depend on the data"
+        )
+    if "divisor" in message:
+        return "a divisor in it can be 0 (with its columns within their declared bounds)"
+    return message.replace("inside an aggregate", "in a key")
+
+
+def column_interval(column: exp.Column, scope: Scope) -> Interval:
+    """The values of a cleaned (bounded) column of a numeric key."""
+    info = scope.info(column)
+    bounds = info.policy.bounds
+    if bounds is None:
+        raise ValueError(f"column {info.name} has no bounds")
+    if info.type is ColumnType.INTEGER:
+        return Interval(math.ceil(bounds[0]), math.floor(bounds[1]), True)
+    return Interval(bounds[0], bounds[1], False)
+
+
+@dataclass(frozen=True)
+class _Number:
+    """A numeric key part, over resolved columns (cleaned only once it is checked)."""
+
+    sql: exp.Expr  # what the database computes
+    #: The same values as interval arithmetic and the underflow check understand them
+    #: (``sql`` may use functions they do not know, with values within this one's).
+    check: exp.Expr
+    integer: bool  # BIGINT, else DOUBLE
+    null: bool = False  # the NULL literal: takes its siblings' type
+
+    def double(self) -> _Number:
+        """As a DOUBLE (PostgreSQL would divide integers as integers)."""
+        if not self.integer or self.null:
+            return self
+        return _Number(exp.cast(self.sql, _DOUBLE), exp.cast(self.check, _DOUBLE), False)
+
+
+_NULL = _Number(exp.Null(), exp.Null(), True, null=True)
+
+
+def _same(node_class: type[exp.Expr], parts: list[_Number], integer: bool) -> _Number:
+    """``node_class`` over the parts, in both trees (a function of one or more arguments)."""
+
+    def made(trees: list[exp.Expr]) -> exp.Expr:
+        if len(trees) == 1:
+            return node_class(this=trees[0])
+        if issubclass(node_class, (exp.Greatest, exp.Least)):
+            return skipping_nulls(node_class(this=trees[0], expressions=trees[1:]))
+        return node_class(this=trees[0], expressions=trees[1:])
+
+    return _Number(made([p.sql for p in parts]), made([p.check for p in parts]), integer)
+
+
+class _Builder:
+    def __init__(self, scope: Scope, original: exp.Expr, unknown: Unknown) -> None:
+        self.scope = scope
+        self.original = original
+        self.unknown = unknown
+        #: CASE conditions, checked as predicates (their columns are not clamped); the
+        #: built expression holds a placeholder for each until its columns are cleaned.
+        self.conditions: dict[str, exp.Expr] = {}
+
+    def number(self, node: exp.Expr) -> _Number:
+        if isinstance(node, exp.Paren):
+            return self.number(node.this)
+        if isinstance(node, exp.Column):
+            return self.column(node)
+        if isinstance(node, exp.Literal) and not node.is_string:
+            literal = exp.cast(node.copy(), _BIGINT if _INTEGER.fullmatch(node.this) else _DOUBLE)
+            return _Number(literal, literal.copy(), _INTEGER.fullmatch(node.this) is not None)
+        if isinstance(node, exp.Null):
+            return _NULL
+        if isinstance(node, (exp.Neg, exp.Abs)):
+            inner = self.number(node.this)
+            if inner.null:
+                return inner
+            wrap = (lambda e: exp.Neg(this=_p(e))) if isinstance(node, exp.Neg) else _abs
+            return _Number(wrap(inner.sql), wrap(inner.check), inner.integer)
+        if isinstance(node, exp.Div):
+            return self.divide(node)
+        if isinstance(node, (exp.Add, exp.Sub, exp.Mul)):
+            left, right = self.number(node.this), self.number(node.expression)
+            if left.null or right.null:
+                return _NULL
+            integer = left.integer and right.integer
+            a, b = (left, right) if integer else (left.double(), right.double())
+            return _Number(
+                node.__class__(this=_p(a.sql), expression=_p(b.sql)),
+                node.__class__(this=_p(a.check), expression=_p(b.check)),
+                integer,
+            )
+        if isinstance(node, (exp.Floor, exp.Ceil)) and not _extra(node, "decimals", "to"):
+            inner = self.number(node.this)
+            if inner.null or inner.integer:
+                return inner
+            return _same(node.__class__, [inner], False)
+        if isinstance(node, exp.Round) and not _extra(node, "truncate"):
+            return self.round(node)
+        if isinstance(node, (exp.Coalesce, exp.Greatest, exp.Least)):
+            # Both engines skip NULL arguments of all three.
+            parts = [self.number(a) for a in [node.this, *node.expressions]]
+            present = [p for p in parts if not p.null]
+            if not present:
+                return _NULL
+            integer = all(p.integer for p in present)
+            args = present if integer else [p.double() for p in present]
+            return args[0] if len(args) == 1 else _same(node.__class__, args, integer)
+        if isinstance(node, exp.Case) and node.this is None:
+            return self.case(node)
+        raise self.unknown(node)
+
+    def column(self, node: exp.Column) -> _Number:
+        if not isinstance(node.this, exp.Identifier):
+            raise Rejected("GROUP BY may refer to columns by name only")
+        resolved = self.scope.resolve(node, "GROUP BY")
+        check_not_unit(resolved, self.scope, self.original)
+        info = self.scope.info(resolved)
+        written = _written(self.original)
+        if not info.type.numeric:
+            raise Rejected(
+                f"GROUP BY {written} does arithmetic on {info.name}, which is not a number",
+                hint="arithmetic in a key needs numeric columns and literals",
+            )
+        bounds = info.policy.bounds
+        if bounds is None:
+            table = next(s.table.name for s in self.scope.sources if s.alias == resolved.table)
+            raise Rejected(
+                f"GROUP BY {written} computes on {info.name}, which has no declared bounds: "
+                "a key computed from a column is computed from its values clamped to its "
+                "bounds, so that no value can make the computation fail",
+                hint=f"ask an admin to declare [tables.{table}.columns.{info.name}] lower and "
+                "upper, or group by the column itself",
+            )
+        if info.type is ColumnType.INTEGER and math.ceil(bounds[0]) > math.floor(bounds[1]):
+            raise Rejected(
+                f"GROUP BY {written}: the bounds of {info.name} contain no whole number",
+                hint="ask an admin to fix the column's bounds",
+            )
+        return _Number(resolved, resolved.copy(), info.type is ColumnType.INTEGER)
+
+    def divide(self, node: exp.Div) -> _Number:
+        left, right = self.number(node.this), self.number(node.expression)
+        if left.null or right.null:
+            return _NULL
+        a, b = left.double(), right.double()
+
+        def quotient(x: exp.Expr, y: exp.Expr) -> exp.Expr:
+            divisor = exp.func("NULLIF", y, exp.Literal.number(0))  # defence in depth
+            return exp.Div(this=_p(x), expression=divisor)
+
+        real = _Number(quotient(a.sql, b.sql), quotient(a.check, b.check), False)
+        if not (left.integer and right.integer):
+            return real
+        # PostgreSQL's integer division: the quotient truncated toward zero (TRUNC; checked
+        # as the CASE that computes the same).
+        positive = exp.GTE(this=real.check.copy(), expression=exp.Literal.number(0))
+        truncated = exp.Case(
+            ifs=[exp.If(this=positive, true=exp.Floor(this=real.check.copy()))],
+            default=exp.Ceil(this=real.check.copy()),
+        )
+        return _Number(
+            exp.cast(exp.func("TRUNC", real.sql), _BIGINT), exp.cast(truncated, _BIGINT), True
+        )
+
+    def round(self, node: exp.Round) -> _Number:
+        inner = self.number(node.this)
+        decimals = node.args.get("decimals")
+        digits = 0 if decimals is None else _constant_integer(decimals)
+        if digits is None or abs(digits) > MAX_DIGITS:
+            raise Rejected(
+                f"GROUP BY {_written(self.original)}: round(x, d) needs a constant whole "
+                f"number d from -{MAX_DIGITS} to {MAX_DIGITS}",
+                hint="for example round(cost, 1)",
+            )
+        if inner.null or (inner.integer and digits >= 0):
+            return inner
+        x = inner.double().sql
+        scale = _double(10.0 ** abs(digits))
+        scaled: exp.Expr = x
+        if digits > 0:
+            scaled = exp.Mul(this=_p(x), expression=scale.copy())
+        elif digits < 0:
+            scaled = exp.Div(this=_p(x), expression=scale.copy())
+        # Half away from zero: sign(s) * floor(|s| + 0.5).
+        magnitude = exp.Floor(this=exp.Add(this=_abs(scaled.copy()), expression=_double(0.5)))
+        away: exp.Expr = exp.Mul(this=exp.Sign(this=scaled), expression=magnitude)
+        if digits > 0:
+            away = exp.Div(this=_p(away), expression=scale)
+        elif digits < 0:
+            away = exp.Mul(this=_p(away), expression=scale)
+        # Checked as round(x, d) (x / 10^-d rounded, times 10^-d, for d < 0): its interval
+        # holds every value of the above.
+        check: exp.Expr = exp.Round(
+            this=inner.double().check, decimals=exp.Literal.number(max(digits, 0))
+        )
+        if digits < 0:
+            shrunk = exp.Div(this=_p(inner.double().check), expression=scale.copy())
+            check = exp.Mul(this=exp.Round(this=shrunk), expression=scale.copy())
+        if inner.integer:
+            return _Number(exp.cast(away, _BIGINT), exp.cast(check, _BIGINT), True)
+        return _Number(away, check, False)
+
+    def case(self, node: exp.Case) -> _Number:
+        conditions: list[exp.Expr] = []
+        for branch in node.args.get("ifs", []):
+            name = f"condition{len(self.conditions)}"
+            self.conditions[name] = check_predicate(branch.this, self.scope, "GROUP BY")
+            conditions.append(exp.Placeholder(this=name))
+        parts = [self.number(value) for value in case_values(node)]
+        present = [p for p in parts if not p.null]
+        if not present:
+            return _NULL
+        integer = all(p.integer for p in present)
+        values = parts if integer else [p.double() for p in parts]
+        has_default = node.args.get("default") is not None
+
+        def made(trees: list[exp.Expr]) -> exp.Case:
+            ifs = [exp.If(this=c.copy(), true=t) for c, t in zip(conditions, trees, strict=False)]
+            return exp.Case(ifs=ifs, default=trees[len(ifs)] if has_default else None)
+
+        return _Number(made([v.sql for v in values]), made([v.check for v in values]), integer)
+
+
+def _cleaned(column: exp.Column, scope: Scope) -> exp.Expr:
+    """The column's value clamped to its bounds: BIGINT for an integer column; DOUBLE,
+    with NaN and ±infinity as NULL and values tiny next to the bounds as 0, for a real one
+    (rewriter.underflow). NULL stays NULL (CASE, not GREATEST/LEAST, which skip NULL)."""
+    info = scope.info(column)
+    bounds = info.policy.bounds
+    if bounds is None:
+        raise ValueError(f"column {info.name} has no bounds")
+    if info.type is ColumnType.INTEGER:
+        low, high = math.ceil(bounds[0]), math.floor(bounds[1])
+        return exp.cast(_clamp(column, _integer(low), _integer(high)), _BIGINT)
+    lower, upper = bounds
+    if info.type is ColumnType.DECIMAL:
+        value = exp.cast(_clamp(column, _number(lower), _number(upper)), _DOUBLE)
+    else:
+        value = exp.cast(column.copy(), _DOUBLE)
+    threshold = flush_threshold(max(abs(lower), abs(upper)))
+    # As rewriter.passes.bound_per_unit.clean: bounds closer to 0 than the threshold move
+    # inwards, so that every cleaned value is 0 or at least the threshold in magnitude.
+    if abs(lower) < threshold:
+        lower = 0.0 if lower <= 0 else threshold
+    if abs(upper) < threshold:
+        upper = 0.0 if upper >= 0 else -threshold
+    finite = exp.Between(
+        this=value.copy(),
+        low=exp.Neg(this=exp.Literal.number(LARGEST_DOUBLE)),
+        high=exp.Literal.number(LARGEST_DOUBLE),
+    )
+    ifs = [exp.If(this=exp.Not(this=exp.Paren(this=finite)), true=exp.Null())]
+    if threshold > 0 and lower <= 0 <= upper:
+        tiny = exp.and_(
+            exp.GT(this=value.copy(), expression=_number(-threshold)),
+            exp.LT(this=value.copy(), expression=_number(threshold)),
+        )
+        ifs.append(exp.If(this=tiny, true=_double(0.0)))
+    ifs.append(
+        exp.If(this=exp.LT(this=value.copy(), expression=_number(lower)), true=_double(lower))
+    )
+    ifs.append(
+        exp.If(this=exp.GT(this=value.copy(), expression=_number(upper)), true=_double(upper))
+    )
+    return exp.cast(exp.Case(ifs=ifs, default=value), _DOUBLE)
+
+
+def _clamp(value: exp.Expr, low: exp.Expr, high: exp.Expr) -> exp.Expr:
+    return exp.Case(
+        ifs=[
+            exp.If(this=exp.LT(this=value.copy(), expression=low.copy()), true=low),
+            exp.If(this=exp.GT(this=value.copy(), expression=high.copy()), true=high),
+        ],
+        default=value.copy(),
+    )
+
+
+def _without_nulls(node: exp.Expr) -> exp.Expr:
+    """For the interval check: the expression without its NULL branches and arguments
+    (they add no value; interval arithmetic cannot bound a NULL literal)."""
+
+    def drop(sub: exp.Expr) -> exp.Expr:
+        if isinstance(sub, exp.Case):
+            ifs = [b for b in sub.args.get("ifs", []) if not isinstance(b.args["true"], exp.Null)]
+            default = sub.args.get("default")
+            return exp.Case(ifs=ifs, default=None if isinstance(default, exp.Null) else default)
+        return sub
+
+    return node.copy().transform(drop)
+
+
+def _extra(node: exp.Expr, *names: str) -> bool:
+    """Whether ``node`` has one of these optional arguments (other dialects' forms)."""
+    return any(node.args.get(name) is not None for name in names)
+
+
+def _constant_integer(node: exp.Expr) -> int | None:
+    negative = isinstance(node, exp.Neg)
+    value = node.this if negative else node
+    if isinstance(value, exp.Literal) and not value.is_string and _INTEGER.fullmatch(value.this):
+        return -int(value.this) if negative else int(value.this)
+    return None
+
+
+def _p(node: exp.Expr) -> exp.Expr:
+    """Parenthesised where precedence could change its meaning (sqlglot prints the tree as
+    it is, without adding parentheses)."""
+    if isinstance(node, (exp.Column, exp.Literal, exp.Cast, exp.Func, exp.Paren, exp.Null)):
+        return node
+    return exp.Paren(this=node)
+
+
+def _abs(node: exp.Expr) -> exp.Expr:
+    return exp.Abs(this=node)
+
+
+def _double(value: float) -> exp.Expr:
+    return exp.cast(_number(value), _DOUBLE)
+
+
+def _number(value: float) -> exp.Expr:
+    literal = exp.Literal.number(repr(abs(float(value))))
+    return exp.Neg(this=literal) if value < 0 else literal
+
+
+def _integer(value: int) -> exp.Expr:
+    literal = exp.Literal.number(abs(value))
+    return exp.Neg(this=literal) if value < 0 else literal
+
+
+def _written(node: exp.Expr) -> str:
+    return node.sql(dialect="postgres")
