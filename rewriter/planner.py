@@ -111,7 +111,7 @@ def _plan(sql: str, catalog: Catalog, request: PlanRequest) -> Plan:
         max_groups=joins.max_groups_per_unit,
     )
     return Plan(
-        sql=query.sql(dialect=request.dialect),
+        sql=query.sql(dialect=request.dialect, copy=False),  # the tree is not kept
         dialect=request.dialect,
         table=shape.table.name,
         keys=keys,

@@ -98,7 +98,7 @@ def find_aggregates(
     def rewrite(node: exp.Expr | None, where: str) -> exp.Expr | None:
         if node is None:
             return None
-        with_aggregates = node.copy().transform(replace)
+        with_aggregates = node.transform(replace)  # transform copies
         return _replace_keys(with_aggregates, keys, shape, where)
 
     select = []

@@ -107,7 +107,7 @@ def bounded_query(
         inner = _from_sources(exp.select(*selects), scope, joins)
         inner = inner.where(exp.and_(*conditions), copy=False).group_by(*grouping, copy=False)
 
-    source: exp.Expr = exp.alias_(inner.subquery(), UNIT_ALIAS, quoted=True, copy=False)
+    source: exp.Expr = exp.alias_(inner.subquery(copy=False), UNIT_ALIAS, quoted=True, copy=False)
     per_unit = UNIT_ALIAS
     if keys:
         # Each unit keeps at most max_groups of its groups, in a random order, while their
@@ -131,7 +131,7 @@ def bounded_query(
             exp.alias_(so_far, ROWS_SO_FAR_COLUMN, quoted=True, copy=False),
         ).from_(source, copy=False)
         per_unit = RANKED_ALIAS
-        source = exp.alias_(ranked.subquery(), RANKED_ALIAS, quoted=True, copy=False)
+        source = exp.alias_(ranked.subquery(copy=False), RANKED_ALIAS, quoted=True, copy=False)
 
     outer = exp.select(*(_col(k.name, per_unit) for k in keys))
     for m in measurements:
@@ -204,7 +204,7 @@ class _RowLevel:
                 return _col(self.names[(sub.table, sub.name)], alias)
             return sub
 
-        return node.copy().transform(replace)
+        return node.transform(replace)  # transform copies
 
     def picked(self, grouping: list[exp.Expr]) -> exp.Expr:
         ranks: list[exp.Expr] = [exp.Star()]
@@ -218,9 +218,9 @@ class _RowLevel:
                 order=exp.Order(expressions=[exp.Ordered(this=_col(ROW_DRAW, ROWS_ALIAS))]),
             )
             ranks.append(exp.alias_(order, m.key + PICK_SUFFIX, quoted=True, copy=False))
-        source = exp.alias_(self.rows.subquery(), ROWS_ALIAS, quoted=True, copy=False)
+        source = exp.alias_(self.rows.subquery(copy=False), ROWS_ALIAS, quoted=True, copy=False)
         ranked = exp.select(*ranks).from_(source, copy=False)
-        return exp.alias_(ranked.subquery(), PICKED_ALIAS, quoted=True, copy=False)
+        return exp.alias_(ranked.subquery(copy=False), PICKED_ALIAS, quoted=True, copy=False)
 
 
 def _row_level(
@@ -261,13 +261,15 @@ def _bin_index(m: MeasurementSpec, scope: Scope) -> exp.Expr:
         raise ValueError("a quantile measurement needs an argument and bins")
     double = exp.DataType.Type.DOUBLE
     scaled = exp.Mul(
-        this=exp.cast(clean(m.argument, scope), double),
+        this=exp.cast(clean(m.argument, scope), double, copy=False),
         expression=exp.cast(_number(m.bins.inverse), double),
     )
     steps = exp.Floor(
         this=exp.Sub(this=scaled, expression=exp.cast(_number(m.bins.offset), double))
     )
-    index = exp.cast(_clamp_keeping_null(steps, 0, m.bins.count - 1), exp.DataType.Type.BIGINT)
+    index = exp.cast(
+        _clamp_keeping_null(steps, 0, m.bins.count - 1), exp.DataType.Type.BIGINT, copy=False
+    )
     return index if m.filter is None else _when(m.filter, index)
 
 
@@ -395,7 +397,7 @@ def clean(expression: exp.Expr, scope: Scope) -> exp.Expr:
             return _when(_finite(node), value)
         return value
 
-    return expression.copy().transform(replace)
+    return expression.transform(replace)  # transform copies
 
 
 def _clamp_flushed(value: exp.Expr, lower: float, upper: float) -> exp.Expr:
@@ -441,13 +443,15 @@ def on_grid(value: exp.Expr, m: MeasurementSpec) -> exp.Expr:
         steps = exp.Floor(
             this=exp.Add(
                 this=exp.Mul(
-                    this=exp.cast(value.copy(), exp.DataType.Type.DOUBLE),
+                    this=exp.cast(value.copy(), exp.DataType.Type.DOUBLE, copy=False),
                     expression=_number(1.0 / grid.step),
                 ),
                 expression=exp.Literal.number("0.5"),
             )
         )
-    return exp.cast(_clamp_keeping_null(steps, grid.lower, grid.upper), exp.DataType.Type.BIGINT)
+    return exp.cast(
+        _clamp_keeping_null(steps, grid.lower, grid.upper), exp.DataType.Type.BIGINT, copy=False
+    )
 
 
 def _clamp_keeping_null(value: exp.Expr, lower: int, upper: int) -> exp.Expr:

@@ -133,7 +133,7 @@ def check_predicate(
         return node
 
     # Columns first, then portability rewrites (which copy resolved sub-expressions).
-    holder = exp.Paren(this=predicate.copy().transform(resolve))
+    holder = exp.Paren(this=predicate.transform(resolve))  # transform copies
     # Each subquery, checked on its own, counts as a value of its type here.
     for resolved, standin in standins:
         resolved.replace(standin)

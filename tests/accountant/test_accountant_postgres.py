@@ -123,7 +123,9 @@ def test_a_killed_connection_is_a_dead_owner_and_the_store_reconnects(
         doomed.reserve(attempt("SELECT 'lost'"), Epsilon("0.2"), BUDGET)
         assert survivor.recover_interrupted() == 0  # its owner is alive
         with raw(state) as admin:
-            admin.execute("SELECT pg_terminate_backend(%s)", (backend_pid(doomed),))
+            # Wait (up to 5 s) until the backend has exited and released its locks: without
+            # a timeout pg_terminate_backend only sends the signal (a race, seen once in CI).
+            admin.execute("SELECT pg_terminate_backend(%s, 5000)", (backend_pid(doomed),))
         assert survivor.recover_interrupted() == 1
         (record,) = survivor.audit_records()
         assert (record.decision, record.reason) == (Decision.FAILED, RECOVERED_REASON)

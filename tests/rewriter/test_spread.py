@@ -71,6 +71,7 @@ def test_variance_shares_measurements_with_avg() -> None:
     assert kinds == [
         ("sum", '"t0"."stay"'),
         ("count", '"t0"."stay"'),
-        ("sum", '(("t0"."stay") - 5) * (("t0"."stay") - 5)'),  # centred on 5, in [1, 10]
+        # centred on 5, in [1, 10]; in BIGINT, as an INTEGER column could overflow
+        ("sum", '(CAST(("t0"."stay") AS BIGINT) - 5) * (CAST(("t0"."stay") AS BIGINT) - 5)'),
     ]
     assert all(m.epsilon == pytest.approx(0.3) for m in query_plan.measurements)
