@@ -5,14 +5,10 @@ from __future__ import annotations
 from proxy.pipeline import PlanCache
 from proxy.postprocess import PostProcessor
 from rewriter import PlanRequest, plan
+from tests.rewriter.noise import ZeroNoise
 from tests.rewriter.tables import catalog
 
 CATALOG = catalog("main")
-
-
-class ZeroNoise:
-    def discrete_laplace(self, scale: float) -> int:
-        return 0
 
 
 def answer(

@@ -24,6 +24,7 @@ import pytest
 from rewriter import ColumnPolicy, ColumnType, PlanRequest, TablePolicy, build_catalog, plan
 from rewriter.plan import Plan
 from tests.rewriter.coupling import in_key_order, sensitivity
+from tests.rewriter.noise import ZeroNoise as NoNoise
 
 DOUBLE_MAX = 1.7976931348623157e308
 ADVERSARIAL = [
@@ -148,16 +149,6 @@ def check_neighbours(
         bound = sensitivity(made, measurement)
         assert change <= bound, (measurement.spec.key, change, bound)
         assert measurement.mechanism.sensitivity == bound
-
-
-class NoNoise:
-    """The test hook: exact bounded values (no analyst setting can reach this)."""
-
-    def discrete_laplace(self, scale: float) -> int:
-        return 0
-
-    def discrete_gaussian(self, scale: float) -> int:
-        return 0
 
 
 def cases() -> Iterator[tuple[tuple[float, float], str]]:

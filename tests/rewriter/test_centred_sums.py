@@ -12,15 +12,11 @@ from hypothesis import strategies as st
 
 from rewriter import PlanRequest, plan
 from rewriter.mechanisms import OpenDPNoise
+from tests.rewriter.noise import ZeroNoise
 from tests.rewriter.tables import Row, catalog, duckdb_with
 
 CATALOG = catalog("main")  # cost in [0, 100] (grid step 2^-13), stay in [1, 10]
 STEP = 2.0**-13
-
-
-class ZeroNoise:
-    def discrete_laplace(self, scale: float) -> int:
-        return 0
 
 
 def test_an_average_halves_the_sensitivity_of_its_sum() -> None:

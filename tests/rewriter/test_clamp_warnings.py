@@ -3,16 +3,8 @@
 from __future__ import annotations
 
 from rewriter import PlanRequest, plan
+from tests.rewriter.noise import ZeroNoise
 from tests.rewriter.tables import catalog, duckdb_with
-
-
-class ZeroNoise:
-    def discrete_laplace(self, scale: float) -> int:
-        return 0
-
-    def discrete_gaussian(self, scale: float) -> int:
-        return 0
-
 
 SQL = "SELECT department, AVG(cost), COUNT(*) FROM visits GROUP BY department"
 

@@ -19,7 +19,7 @@ import datetime as dt
 import math
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 
@@ -39,6 +39,7 @@ from rewriter import (
     plan,
 )
 from tests.rewriter.coupling import in_key_order
+from tests.rewriter.noise import ZeroNoise
 
 COLUMNS = {
     "patient_id": ColumnType.INTEGER,
@@ -205,19 +206,6 @@ def postgres(pg_dsn: str) -> Iterator[tuple[psycopg.Connection[tuple[object, ...
             yield conn, schema
         finally:
             conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
-
-
-class ZeroNoise:
-    """Test-only noise source: no noise, so the release shows the exact groups."""
-
-    def discrete_laplace(self, scale: float) -> int:
-        return 0
-
-    def discrete_gaussian(self, scale: float) -> int:
-        return 0
-
-    def noisy_min(self, scores: Sequence[int], scale: float, gumbel: bool) -> int:
-        return min(range(len(scores)), key=lambda i: scores[i])
 
 
 REQUEST = PlanRequest(10.0, delta=0.4)  # a low threshold: groups of COPIES persons pass

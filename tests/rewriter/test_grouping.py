@@ -12,12 +12,8 @@ from hypothesis import strategies as st
 from rewriter import Catalog, ColumnPolicy, PlanRequest, TablePolicy, build_catalog, plan
 from tests.rewriter import reference
 from tests.rewriter.coupling import in_key_order
+from tests.rewriter.noise import ZeroNoise
 from tests.rewriter.tables import COLUMNS, Row, catalog, duckdb_with
-
-
-class ZeroNoise:
-    def discrete_laplace(self, scale: float) -> int:
-        return 0
 
 
 def catalog_with_groups(max_groups: int) -> Catalog:

@@ -8,7 +8,6 @@ against OpenDP's own (shifted) map, and empirically on neighbouring databases wi
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
 import numpy as np
 import opendp.prelude as dp
@@ -22,23 +21,11 @@ from rewriter.partition_selection import (
     laplace_tail,
     selection_delta,
 )
+from tests.rewriter.noise import ZeroNoise
 from tests.rewriter.tables import Row, catalog, duckdb_with
 
 CATALOG = catalog("main")
 ALPHA = 1e-4  # chance that a correct mechanism fails a statistical test
-
-
-class ZeroNoise:
-    """Test-only noise source: no noise, so the release shows the exact groups."""
-
-    def discrete_laplace(self, scale: float) -> int:
-        return 0
-
-    def discrete_gaussian(self, scale: float) -> int:
-        return 0
-
-    def noisy_min(self, scores: Sequence[int], scale: float, gumbel: bool) -> int:
-        return min(range(len(scores)), key=lambda i: scores[i])
 
 
 # -- the threshold and its δ ---------------------------------------------------------------

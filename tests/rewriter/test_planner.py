@@ -10,16 +10,10 @@ from hypothesis import strategies as st
 
 from rewriter import DiscreteLaplace, PlanRequest, PolicyError, Rejected, build_catalog, plan
 from tests.rewriter import reference, tables
+from tests.rewriter.noise import ZeroNoise
 from tests.rewriter.tables import Row, catalog, duckdb_with
 
 CATALOG = catalog("main")
-
-
-class ZeroNoise:
-    """Test-only noise source: releases the bounded exact values."""
-
-    def discrete_laplace(self, scale: float) -> int:
-        return 0
 
 
 def rejected(sql: str) -> Rejected:

@@ -9,14 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rewriter import PlanRequest, plan
+from tests.rewriter.noise import ZeroNoise
 from tests.rewriter.tables import Row, catalog, duckdb_with
 
 CATALOG = catalog("main")
-
-
-class ZeroNoise:
-    def discrete_laplace(self, scale: float) -> int:
-        return 0
 
 
 QUERY = (
