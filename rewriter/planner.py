@@ -137,19 +137,18 @@ def _measure(
     groups), so their L1 and L2 sensitivities are ``unit_bound`` whatever the groups.
     Units (1 per group) and quantiles (a selection per group) count each of the
     ``groups`` groups a unit can touch."""
-    if request.mechanism == "gaussian":
-        # A hair below the equal share, so the float sum of the maps never exceeds ρ.
-        rho = request.epsilon**2 / 2 / shares * (1 - 1e-12)
+    share = _share(request, shares)
+    if request.mechanism == "gaussian":  # the share is of ρ
         return tuple(
-            Measurement(s, QuantileSelection.for_rho(s.alpha, s.unit_upper, rho, groups), 0.0, rho)
+            Measurement(
+                s, QuantileSelection.for_rho(s.alpha, s.unit_upper, share, groups), 0.0, share
+            )
             if s.alpha is not None
             else Measurement(
-                s, DiscreteGaussian.for_rho(s.unit_bound, rho, _touched(s, groups)), 0.0, rho
+                s, DiscreteGaussian.for_rho(s.unit_bound, share, _touched(s, groups)), 0.0, share
             )
             for s in specs
         )
-    # A hair below the equal share, so the float sum of the maps never exceeds ε.
-    share = request.epsilon / shares * (1 - 1e-12)
     return tuple(
         Measurement(s, QuantileSelection.for_epsilon(s.alpha, s.unit_upper, share, groups), share)
         if s.alpha is not None
@@ -158,6 +157,13 @@ def _measure(
         )
         for s in specs
     )
+
+
+def _share(request: PlanRequest, shares: int) -> float:
+    """One equal share of the query's ε (Laplace) or ρ = ε²/2 (Gaussian), a hair below it,
+    so that the float sum of the shares' privacy maps never exceeds what is charged."""
+    total = request.epsilon**2 / 2 if request.mechanism == "gaussian" else request.epsilon
+    return total / shares * (1 - 1e-12)
 
 
 def _touched(spec: MeasurementSpec, groups: int) -> int:
@@ -176,6 +182,5 @@ def _select_partitions(groups: int, request: PlanRequest, shares: int) -> Partit
     """Partition selection with one equal share of the query's ε (or ρ) and all of its δ:
     a threshold on the noisy unit count (``rewriter.partition_selection``)."""
     if request.mechanism == "gaussian":
-        rho = request.epsilon**2 / 2 / shares * (1 - 1e-12)
-        return PartitionSelection.gaussian(groups, rho, request.delta)
-    return PartitionSelection.laplace(groups, request.epsilon / shares * (1 - 1e-12), request.delta)
+        return PartitionSelection.gaussian(groups, _share(request, shares), request.delta)
+    return PartitionSelection.laplace(groups, _share(request, shares), request.delta)

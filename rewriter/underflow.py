@@ -43,12 +43,28 @@ DOUBLE_BITS = 52
 EXACT = math.inf  # the quantum of the constant 0: a multiple of anything
 
 
+#: The largest finite double, as SQL text: x BETWEEN -it AND it is false for NaN and ±inf.
+LARGEST_DOUBLE = "1.7976931348623157e308"
+
+
 def flush_threshold(largest: float) -> float:
     """Cleaned real values with magnitude below this are taken as 0 (a power of two, 2^-60
     of the column's largest bound magnitude ``largest``, rounded up to a power of two)."""
     if largest <= 0:
         return 0.0
     return math.ldexp(1.0, math.ceil(math.log2(largest)) - FLUSH_BITS)
+
+
+def flushed_bounds(lower: float, upper: float) -> tuple[float, float, float]:
+    """A real column's bounds for cleaning, and its flush threshold: bounds closer to 0 than
+    the threshold move inwards (to 0, or to the threshold), so that every cleaned value is
+    0 or at least the threshold in magnitude and still lies within [lower, upper]."""
+    threshold = flush_threshold(max(abs(lower), abs(upper)))
+    if abs(lower) < threshold:
+        lower = 0.0 if lower <= 0 else threshold
+    if abs(upper) < threshold:
+        upper = 0.0 if upper >= 0 else -threshold
+    return lower, upper, threshold
 
 
 def real_quantum(largest: float) -> float:

@@ -41,7 +41,7 @@ from rewriter.passes.check_joins import JoinBounds
 from rewriter.passes.group_keys import DomainValue, GroupKey
 from rewriter.passes.measurements import MeasureKind, MeasurementSpec
 from rewriter.scope import Scope, Source
-from rewriter.underflow import flush_threshold
+from rewriter.underflow import LARGEST_DOUBLE, flushed_bounds
 
 UNIT_ALIAS = "u"
 RANKED_ALIAS = "r"
@@ -55,7 +55,6 @@ PICKED_ALIAS = "p"  # quantiles: the rows with their random order per unit and g
 BIN_SUFFIX = "_bin"
 PICK_SUFFIX = "_pick"
 ROW_DRAW = "row_draw"  # quantiles: a random draw per row, to pick each unit's rows
-LARGEST_DOUBLE = "1.7976931348623157e308"
 REAL_TYPES = (ColumnType.FLOAT, ColumnType.DECIMAL)
 
 
@@ -366,26 +365,12 @@ def clean(expression: exp.Expr, scope: Scope) -> exp.Expr:
         value: exp.Expr = node.copy()
         dates = info.date_bounds
         if dates is not None:
-            # CASE keeps NULL as NULL, as for integers below.
             first, last = (moment(d, info.type) for d in dates)
-            return exp.Case(
-                ifs=[
-                    exp.If(this=exp.LT(this=node.copy(), expression=first.copy()), true=first),
-                    exp.If(this=exp.GT(this=node.copy(), expression=last.copy()), true=last),
-                ],
-                default=value,
-            )
+            return _between_keeping_null(value, first, last)
         bounds = info.policy.bounds
         if bounds is not None and info.type is ColumnType.INTEGER:
-            # CASE keeps NULL as NULL (GREATEST and LEAST would turn it into a bound).
             low, high = (_integer(int(b)) if float(b).is_integer() else _number(b) for b in bounds)
-            clamped = exp.Case(
-                ifs=[
-                    exp.If(this=exp.LT(this=node.copy(), expression=low.copy()), true=low),
-                    exp.If(this=exp.GT(this=node.copy(), expression=high.copy()), true=high),
-                ],
-                default=value,
-            )
+            clamped = _between_keeping_null(value, low, high)
             if not all(float(b).is_integer() for b in bounds):
                 return clamped
             # BIGINT: arithmetic on the value (within ±2^52 by its interval) must not
@@ -408,11 +393,7 @@ def _clamp_flushed(value: exp.Expr, lower: float, upper: float) -> exp.Expr:
     values closer to 0 than the threshold become 0 when 0 is within the bounds. The result
     always lies within the declared [lower, upper].
     """
-    threshold = flush_threshold(max(abs(lower), abs(upper)))
-    if abs(lower) < threshold:
-        lower = 0.0 if lower <= 0 else threshold
-    if abs(upper) < threshold:
-        upper = 0.0 if upper >= 0 else -threshold
+    lower, upper, threshold = flushed_bounds(lower, upper)
     clamped = _clamp_real(value, lower, upper)
     if not lower <= 0 <= upper or threshold == 0:
         return clamped
@@ -455,8 +436,12 @@ def on_grid(value: exp.Expr, m: MeasurementSpec) -> exp.Expr:
 
 
 def _clamp_keeping_null(value: exp.Expr, lower: int, upper: int) -> exp.Expr:
-    """CASE keeps NULL as NULL (GREATEST and LEAST would turn it into a bound)."""
-    low, high = _integer(lower), _integer(upper)
+    return _between_keeping_null(value, _integer(lower), _integer(upper))
+
+
+def _between_keeping_null(value: exp.Expr, low: exp.Expr, high: exp.Expr) -> exp.Expr:
+    """``value`` clamped to [low, high] with a CASE, which keeps NULL as NULL (GREATEST and
+    LEAST would turn it into a bound). ``value`` becomes the CASE's default."""
     return exp.Case(
         ifs=[
             exp.If(this=exp.LT(this=value.copy(), expression=low.copy()), true=low),

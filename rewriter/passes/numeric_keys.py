@@ -38,11 +38,10 @@ from rewriter.errors import Rejected
 from rewriter.intervals import Interval, interval_of
 from rewriter.passes.check_predicate import check_predicate
 from rewriter.scope import Scope
-from rewriter.underflow import flush_threshold
+from rewriter.underflow import LARGEST_DOUBLE, flushed_bounds
 
 #: Nodes that compute on numbers: a key with one of them over a column is a numeric key.
 COMPUTING = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Neg, exp.Floor, exp.Ceil, exp.Round, exp.Abs)
-LARGEST_DOUBLE = "1.7976931348623157e308"
 MAX_DIGITS = 15  # round(x, d): |d| at most this (10^d is an exact double)
 MAX_KEY_SQL = 50_000  # characters of one key's SQL
 _INTEGER = re.compile(r"\d+")
@@ -402,13 +401,9 @@ def _cleaned(column: exp.Column, scope: Scope) -> exp.Expr:
         value = exp.cast(_clamp(column, _number(lower), _number(upper)), _DOUBLE)
     else:
         value = exp.cast(column.copy(), _DOUBLE)
-    threshold = flush_threshold(max(abs(lower), abs(upper)))
-    # As rewriter.passes.bound_per_unit.clean: bounds closer to 0 than the threshold move
-    # inwards, so that every cleaned value is 0 or at least the threshold in magnitude.
-    if abs(lower) < threshold:
-        lower = 0.0 if lower <= 0 else threshold
-    if abs(upper) < threshold:
-        upper = 0.0 if upper >= 0 else -threshold
+    # As rewriter.passes.bound_per_unit.clean: every cleaned value is 0 or at least the
+    # flush threshold in magnitude.
+    lower, upper, threshold = flushed_bounds(lower, upper)
     finite = exp.Between(
         this=value.copy(),
         low=exp.Neg(this=exp.Literal.number(LARGEST_DOUBLE)),
