@@ -7,7 +7,7 @@ so it costs nothing. Drawing *new* noise is never free: the cache holds the rele
 
 Key: the analyst, the plan's SQL (the normalized bounded query, so differently written
 queries with the same plan share an answer) and the privacy parameters (mechanism, scales,
-sensitivities, ε or ρ). An entry is reused only while the data version is the same: the
+sensitivities, ε or ρ, bias checks). An entry is reused only while the data version is the same: the
 DuckDB file's size and modification time (with its WAL), and for PostgreSQL nothing can be
 seen, so entries expire after ``ttl_seconds``; and while the admin's cache epoch
 (``dpproxy cache clear``) is unchanged. Entries live in this process only: after a restart
@@ -60,12 +60,24 @@ class CacheKey:
 
     @classmethod
     def of(cls, analyst: str, query_plan: Plan) -> CacheKey:
-        privacy = (
+        privacy: tuple[Hashable, ...] = (
             query_plan.epsilon,
             query_plan.rho,
             *((type(m.mechanism).__name__, m.mechanism) for m in query_plan.measurements),
             query_plan.selection,  # partition selection's noise and threshold, if any
+            # bias checks (SET dpproxy.bias_check = on): their noise; a checked plan's SQL
+            # also differs from the unchecked one's (it computes the checks' counts)
+            *(("check", type(c.mechanism).__name__, c.mechanism) for c in query_plan.checks),
         )
+        # How the release is assembled from the noisy totals: two queries with the same
+        # bounded SQL can release them in another order or form (AVG(x), SUM(x) and
+        # SUM(x), AVG(x) measure the same totals), so their answers must not be shared.
+        shape = (
+            query_plan.outputs,
+            tuple((k.name, k.sql_type, k.domain) for k in query_plan.keys),
+            tuple((c.spec.description, c.spec.outputs) for c in query_plan.checks),
+        )
+        privacy = (*privacy, shape)
         return cls(analyst, query_plan.sql, query_plan.dialect, privacy)
 
 

@@ -37,6 +37,7 @@ from proxy.postprocess import (
     Answer,
     PostProcessError,
     PostProcessor,
+    ReportColumn,
     interval_columns,
     with_intervals,
 )
@@ -57,11 +58,13 @@ from rewriter import (
     ReleaseError,
     plan,
 )
+from rewriter.bias import CHECK_SHARE
 
 logger = logging.getLogger("dpproxy.pipeline")
 
 PLAN_CACHE_SIZE = 1024
-#: ``SET dpproxy.report``: intervals in a NOTICE only, or also as ``<name>_ci95`` columns.
+#: ``SET dpproxy.report``: intervals (and bias flags) in a NOTICE only, or also as
+#: ``<name>_ci95`` and ``<name>_bias`` columns.
 Report = Literal["notice", "columns"]
 
 
@@ -142,9 +145,10 @@ class Pipeline:
         mechanism: Mechanism = Mechanism.LAPLACE,
         report: Report = "notice",
         delta: Decimal = Decimal(0),
+        bias_check: bool = False,
     ) -> tuple[ColumnDescription, ...]:
         """The columns the query would return; plans it but runs and charges nothing."""
-        query_plan = await self._plan(asker, sql, epsilon, mechanism, delta)
+        query_plan = await self._plan(asker, sql, epsilon, mechanism, delta, bias_check=bias_check)
 
         def columns() -> tuple[ColumnDescription, ...]:
             try:
@@ -155,13 +159,28 @@ class Pipeline:
 
         described = Answer(self.described.get(query_plan, None, columns), ())
         intervals = _intervals(query_plan, report)
-        return with_intervals(described, intervals or ()).columns
+        # The _bias columns' values come with a release; their names and type do not.
+        return with_intervals(described, intervals or (), ()).columns
 
     async def _plan(
-        self, asker: Asker, sql: str, epsilon: Epsilon, mechanism: Mechanism, delta: Decimal
+        self,
+        asker: Asker,
+        sql: str,
+        epsilon: Epsilon,
+        mechanism: Mechanism,
+        delta: Decimal,
+        *,
+        bias_check: bool,
     ) -> Plan:
-        # ``delta``: what partition selection may spend (GROUP BY keys found in the data).
-        request = PlanRequest(float(epsilon), self.backend.dialect, mechanism.value, float(delta))
+        # ``delta``: what partition selection may spend (GROUP BY keys found in the data);
+        # ``bias_check``: spend CHECK_SHARE of the query's ε (or ρ) on bias checks.
+        request = PlanRequest(
+            float(epsilon),
+            self.backend.dialect,
+            mechanism.value,
+            float(delta),
+            bias_check=bias_check,
+        )
         cached = self.plans.get(sql, request)
         if cached is not None:
             return cached
@@ -184,10 +203,11 @@ class Pipeline:
         mechanism: Mechanism = Mechanism.LAPLACE,
         report: Report = "notice",
         delta: Decimal = Decimal(0),
+        bias_check: bool = False,
     ) -> StatementResult:
         started = time.perf_counter()
         attempt = Attempt(analyst=asker.analyst, client_address=asker.address, sql=sql)
-        query_plan = await self._plan(asker, sql, epsilon, mechanism, delta)
+        query_plan = await self._plan(asker, sql, epsilon, mechanism, delta, bias_check=bias_check)
         cost = self.costs.get(
             query_plan, (epsilon, delta), lambda: charge_for(query_plan, epsilon, delta)
         )
@@ -203,6 +223,7 @@ class Pipeline:
                     query_plan=query_plan,
                     hit=hit,
                     report=report,
+                    bias_check=bias_check,
                     started=started,
                 )
         try:
@@ -269,14 +290,14 @@ class Pipeline:
         intervals = _intervals(query_plan, report)
         notes: tuple[Notice, ...] = ()
         if intervals is not None:
-            answer = with_intervals(answer, intervals)
+            answer = with_intervals(answer, intervals, released.bias)
         elif report == "columns":
             notes = (
                 Notice(
-                    message="dpproxy.report = columns: no _ci95 columns for this query",
-                    detail="intervals are added when the select list names aggregates and "
+                    message="dpproxy.report = columns: no _ci95 or _bias columns for this query",
+                    detail="they are added when the select list names aggregates and "
                     "GROUP BY keys directly (no arithmetic, HAVING, ORDER BY or LIMIT); "
-                    "see the other notice for the intervals of the aggregates",
+                    "see the other notice for the intervals of the aggregates and any bias",
                 ),
             )
         result = _result(
@@ -288,6 +309,7 @@ class Pipeline:
             remaining=remaining,
             total=total,
             delta_left=reservation.delta_remaining if cost.delta else None,
+            bias_check=bias_check,
         )
         return replace(result, notices=result.notices + notes)
 
@@ -299,6 +321,7 @@ class Pipeline:
         query_plan: Plan,
         hit: CachedAnswer,
         report: Report,
+        bias_check: bool,
         started: float,
     ) -> StatementResult:
         """The noisy answer released before, again: post-processing, so no charge."""
@@ -315,8 +338,8 @@ class Pipeline:
                 "22000", f"the noisy answer could not be post-processed ({failure})"
             ) from None
         intervals = _intervals(query_plan, report)
-        if intervals is not None:
-            answer = with_intervals(answer, intervals)
+        if intervals is not None:  # the flags of the first answer: they come with its release
+            answer = with_intervals(answer, intervals, hit.release.bias)
         first = hit.released_at.isoformat(timespec="seconds")
         try:
             record = await self.ledger.cached(
@@ -335,7 +358,7 @@ class Pipeline:
                 f"dpproxy: this answer was cached: the same noisy answer as first released at "
                 f"{first} UTC, at no new cost; {asker.analyst} has {remaining} left"
             ),
-            detail=_detail(query_plan, hit.release),
+            detail=_detail(query_plan, hit.release, bias_check),
         )
         return StatementResult(
             tag=f"SELECT {len(answer.rows)}",
@@ -345,7 +368,7 @@ class Pipeline:
         )
 
 
-def _intervals(query_plan: Plan, report: Report) -> tuple[tuple[str, float | None], ...] | None:
+def _intervals(query_plan: Plan, report: Report) -> tuple[ReportColumn, ...] | None:
     if report != "columns":
         return None
     return interval_columns(query_plan.released_columns, query_plan.accuracy(), query_plan.post_sql)
@@ -386,6 +409,7 @@ def _result(
     remaining: Epsilon,
     total: Epsilon,
     delta_left: Decimal | None = None,
+    bias_check: bool = False,
 ) -> StatementResult:
     notice = Notice(
         message=(
@@ -397,7 +421,7 @@ def _result(
                 else ""
             )
         ),
-        detail=_detail(query_plan, released),
+        detail=_detail(query_plan, released, bias_check),
     )
     return StatementResult(
         tag=f"SELECT {len(answer.rows)}",
@@ -407,8 +431,9 @@ def _result(
     )
 
 
-def _detail(query_plan: Plan, released: Release) -> str:
-    """The NOTICE's detail: the 95% interval of each aggregate's noise and the bounds."""
+def _detail(query_plan: Plan, released: Release, bias_check: bool = False) -> str:
+    """The NOTICE's detail: the 95% interval of each aggregate's noise, the bounds, what
+    the bias checks found (``SET dpproxy.bias_check = on``) and the free bias hints."""
     intervals = []
     for accuracy in released.accuracy:
         if accuracy.half_width_95 is not None:
@@ -432,8 +457,30 @@ def _detail(query_plan: Plan, released: Release) -> str:
     return (
         "95% confidence of the noise: " + "; ".join(intervals) + ". "
         f"Each person counts for at most {query_plan.max_rows_per_unit} row(s) of "
-        f"{query_plan.table}; values are clamped to their declared bounds." + groups + warnings
+        f"{query_plan.table}; values are clamped to their declared bounds."
+        + groups
+        + _bias_checks(query_plan, released, bias_check)
+        + warnings
     )
+
+
+def _bias_checks(query_plan: Plan, released: Release, bias_check: bool) -> str:
+    """What the bias checks found, or (checks asked for) that none applies."""
+    budget = "ρ" if query_plan.gaussian else "ε"
+    blind = "".join(f" Not checked: {note}." for note in query_plan.unchecked)
+    if released.checks:
+        return (
+            f" Bias check ({CHECK_SHARE:.0%} of this query's {budget}): "
+            + "; ".join(released.checks)
+            + "."
+            + blind
+        )
+    if bias_check:
+        return (
+            f" Bias check: none applies to this query; all of its {budget} went to the answer."
+            + blind
+        )
+    return ""
 
 
 def _delta(budget: AnalystBudget) -> str:

@@ -116,14 +116,27 @@ def _projection(
 
 
 INTERVAL_SUFFIX = "_ci95"
+BIAS_SUFFIX = "_bias"
+_FLOAT8 = (701, 8)
+_BOOLEAN = (16, 1)
+
+
+@dataclass(frozen=True)
+class ReportColumn:
+    """For ``SET dpproxy.report = columns``: an answer column holding an aggregate, which
+    gets a ``<name>_ci95`` and a ``<name>_bias`` column."""
+
+    name: str  # the answer column's name
+    output: int  # its aggregate's position in the plan's outputs (Release.accuracy, .bias)
+    half_width_95: float | None  # of its noise, if known in closed form
 
 
 def interval_columns(
     released: tuple[tuple[str, str], ...], accuracy: Sequence[Accuracy], post_sql: str
-) -> tuple[tuple[str, float | None], ...] | None:
-    """For ``SET dpproxy.report = columns``: per answer column, (name of its ``_ci95``
-    column, the 95% half-width of its noise or None), or None when the post-query is more
-    than a renaming of released columns (arithmetic, HAVING...: no interval is known)."""
+) -> tuple[ReportColumn, ...] | None:
+    """The answer's aggregate columns, with the 95% half-width of their noise, or None
+    when the post-query is more than a renaming of released columns (arithmetic,
+    HAVING...: no interval nor bias flag is known per column)."""
     projection = _projection(released, post_sql)
     if projection is None:
         return None
@@ -131,15 +144,27 @@ def interval_columns(
     result = []
     for name, position in zip(*projection, strict=True):
         if position >= keys:
-            result.append((name + INTERVAL_SUFFIX, accuracy[position - keys].half_width_95))
+            output = position - keys
+            result.append(ReportColumn(name, output, accuracy[output].half_width_95))
     return tuple(result)
 
 
-def with_intervals(answer: Answer, intervals: tuple[tuple[str, float | None], ...]) -> Answer:
-    """``answer`` with one more column per interval (the same value on every row)."""
-    columns = answer.columns + tuple(ColumnDescription(name, 701, 8) for name, _ in intervals)
-    extra = tuple(None if width is None else format_value(float(width)) for _, width in intervals)
-    return Answer(columns, tuple(row + extra for row in answer.rows))
+def with_intervals(
+    answer: Answer, columns: tuple[ReportColumn, ...], bias: Sequence[bool | None]
+) -> Answer:
+    """``answer`` with, per aggregate column, ``<name>_ci95`` (DOUBLE PRECISION, the
+    half-width) and ``<name>_bias`` (BOOLEAN, from ``Release.bias``: NULL when not checked),
+    each the same on every row. ``bias`` may be empty (describing a query: no release)."""
+    described: list[ColumnDescription] = []
+    extra: list[str | None] = []
+    for column in columns:
+        described.append(ColumnDescription(column.name + INTERVAL_SUFFIX, *_FLOAT8))
+        described.append(ColumnDescription(column.name + BIAS_SUFFIX, *_BOOLEAN))
+        width = column.half_width_95
+        extra.append(None if width is None else format_value(float(width)))
+        extra.append(format_value(bias[column.output] if column.output < len(bias) else None))
+    added = tuple(extra)
+    return Answer(answer.columns + tuple(described), tuple(row + added for row in answer.rows))
 
 
 def _oid(duckdb_type: str) -> tuple[int, int]:

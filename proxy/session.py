@@ -24,6 +24,7 @@ from proxy.sqlstate import (
     WARNING,
 )
 from proxy.statements import Kind, SessionStatement, StatementSyntaxError, recognize, strip_sql
+from rewriter.bias import CHECK_SHARE
 
 TEXT_OID = 25
 EPSILON_PARAMETER = "dpproxy.epsilon"
@@ -36,6 +37,7 @@ DELTA_PARAMETER = "dpproxy.delta"
 DEFAULT_DELTA_FRACTION = Decimal(1000)
 REPORT_PARAMETER = "dpproxy.report"
 REPORTS: tuple[Report, ...] = ("notice", "columns")
+BIAS_CHECK_PARAMETER = "dpproxy.bias_check"
 
 # Parameters a client may SET and SHOW; they change nothing in how data is answered.
 DEFAULT_PARAMETERS: dict[str, str] = {
@@ -107,6 +109,7 @@ class AnalystSession:
         self._mechanism: Mechanism = asker.budget.mechanism
         self._delta: Decimal = default_query_delta(asker.budget)
         self._report_mode: Report = "notice"
+        self._bias_check = False
         self._token: CancelToken | None = None
         self._savepoints: list[str] = []
 
@@ -146,6 +149,7 @@ class AnalystSession:
                     mechanism=self._mechanism,
                     report=self._report_mode,
                     delta=self._delta,
+                    bias_check=self._bias_check,
                 )
         except QueryError:
             if self._status is TransactionStatus.IN_TRANSACTION:
@@ -211,6 +215,7 @@ class AnalystSession:
                 mechanism=self._mechanism,
                 report=self._report_mode,
                 delta=self._delta,
+                bias_check=self._bias_check,
             )
         finally:
             self._token = None
@@ -283,14 +288,17 @@ class AnalystSession:
             value = format_delta(self._delta)
         elif name == REPORT_PARAMETER:
             value = self._report_mode
+        elif name == BIAS_CHECK_PARAMETER:
+            value = _on_off(self._bias_check)
         elif name == "all":
             dpproxy = {
                 EPSILON_PARAMETER: self._epsilon.plain,
                 DELTA_PARAMETER: format_delta(self._delta),
+                MECHANISM_PARAMETER: self._mechanism.value,
+                REPORT_PARAMETER: self._report_mode,
+                BIAS_CHECK_PARAMETER: _on_off(self._bias_check),
             }
-            return show_all(
-                {**self._parameters, **dpproxy, MECHANISM_PARAMETER: self._mechanism.value}
-            )
+            return show_all({**self._parameters, **dpproxy})
         elif name in self._parameters:
             value = self._parameters[name]
         else:
@@ -332,12 +340,14 @@ class AnalystSession:
             self._delta = default_query_delta(self._asker.budget)
         if name in ("all", REPORT_PARAMETER):
             self._report_mode = "notice"
+        if name in ("all", BIAS_CHECK_PARAMETER):
+            self._bias_check = False
         if name == "all":
             self._parameters.update(
                 {k: v for k, v in DEFAULT_PARAMETERS.items() if k != "application_name"}
             )
             return StatementResult(tag="RESET")
-        if name in (EPSILON_PARAMETER, MECHANISM_PARAMETER, REPORT_PARAMETER, DELTA_PARAMETER):
+        if name in _DPPROXY_SETTINGS:
             return StatementResult(tag="RESET")
         if name not in DEFAULT_PARAMETERS:
             raise _unknown(name)
@@ -358,6 +368,9 @@ class AnalystSession:
             return StatementResult(tag="SET")
         if name == REPORT_PARAMETER:
             self._report_mode = self._parse_report(value)
+            return StatementResult(tag="SET")
+        if name == BIAS_CHECK_PARAMETER:
+            self._bias_check = parse_bias_check(value)
             return StatementResult(tag="SET")
         if name == "transaction":
             return StatementResult(tag="SET")
@@ -471,6 +484,13 @@ class AnalystSession:
 
 
 INVALID_SAVEPOINT_SPECIFICATION = "3B001"
+_DPPROXY_SETTINGS = frozenset(
+    {EPSILON_PARAMETER, MECHANISM_PARAMETER, REPORT_PARAMETER, DELTA_PARAMETER}
+    | {BIAS_CHECK_PARAMETER}
+)
+# PostgreSQL's spellings of a boolean (besides unique prefixes of true/false/yes/no/on/off).
+_TRUE_WORDS = ("true", "yes", "on")
+_FALSE_WORDS = ("false", "no", "off")
 _CLEANUP_KINDS = frozenset(
     {Kind.SAVEPOINT, Kind.RELEASE, Kind.ROLLBACK_TO, Kind.DISCARD, Kind.DEALLOCATE}
 )
@@ -485,9 +505,37 @@ def _unknown(name: str) -> QueryError:
     if name.startswith("dpproxy."):
         hint = (
             f"dpproxy's settings: {EPSILON_PARAMETER}, {DELTA_PARAMETER}, {MECHANISM_PARAMETER}, "
-            f"{REPORT_PARAMETER}, {BUDGET_PARAMETER} (SHOW only)"
+            f"{REPORT_PARAMETER}, {BIAS_CHECK_PARAMETER}, {BUDGET_PARAMETER} (SHOW only)"
         )
     return QueryError(UNDEFINED_OBJECT, f'unrecognized configuration parameter "{name}"', hint=hint)
+
+
+def parse_bias_check(value: str | None) -> bool:
+    """``SET dpproxy.bias_check``: a boolean as PostgreSQL reads one (on/off, true/false,
+    yes/no, 1/0, or a unique prefix of these words, in any case); DEFAULT means off."""
+    if value is None:
+        return False
+    wanted = value.strip().lower()
+    if wanted == "1":
+        return True
+    if wanted == "0":
+        return False
+    # "o" alone is ambiguous (on or off), as in PostgreSQL.
+    if len(wanted) >= (2 if wanted.startswith("o") else 1):
+        if any(word.startswith(wanted) for word in _TRUE_WORDS):
+            return True
+        if any(word.startswith(wanted) for word in _FALSE_WORDS):
+            return False
+    raise QueryError(
+        INVALID_PARAMETER_VALUE,
+        f'invalid value for {BIAS_CHECK_PARAMETER}: "{value}" (a Boolean is expected)',
+        hint=f"use SET {BIAS_CHECK_PARAMETER} = on (each query spends {CHECK_SHARE:.0%} of its "
+        "ε, or ρ, on checking for bias) or off",
+    )
+
+
+def _on_off(flag: bool) -> str:
+    return "on" if flag else "off"
 
 
 def default_query_delta(budget: AnalystBudget) -> Decimal:

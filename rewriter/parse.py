@@ -38,4 +38,20 @@ def parse_statement(sql: str) -> exp.Expr:
     statement = statements[0]
     for node in statement.walk():
         node.comments = None  # the analyst's comments never reach the database
+        meta = node._meta
+        if meta is not None:
+            _drop_positions(node, meta)
     return statement
+
+
+#: The token positions sqlglot's parser records in a node's meta: unused by the rewriter
+#: and by SQL generation, but deep-copied with every copy of the node (dicts are copied by
+#: ``copy.deepcopy``, the larger part of a parsed tree's copy time).
+_POSITIONS = ("line", "col", "start", "end")
+
+
+def _drop_positions(node: exp.Expr, meta: dict[str, object]) -> None:
+    for key in _POSITIONS:
+        meta.pop(key, None)
+    if not meta:
+        node._meta = None  # other meta (sqlglot's own flags) is kept as it is

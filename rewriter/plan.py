@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
+from rewriter.bias import Check, average_hints, check_findings, combined
 from rewriter.mechanisms import DiscreteGaussian, DiscreteLaplace, NoiseSource
 from rewriter.partition_selection import PartitionSelection
 from rewriter.passes.aggregates import Aggregate
@@ -42,8 +43,6 @@ class Accuracy:
 
 
 ReleasedValue = DomainValue | float | int
-#: An average released within this fraction of its range from a bound is flagged.
-CLAMP_MARGIN = 0.05
 
 
 @dataclass(frozen=True)
@@ -53,8 +52,13 @@ class Release:
     columns: tuple[tuple[str, str], ...]  # (name, DuckDB type)
     rows: tuple[tuple[ReleasedValue, ...], ...]
     accuracy: tuple[Accuracy, ...]
-    #: Warnings that clamping may have biased an answer (see :func:`clamp_warnings`).
+    #: Hints that clamping may have biased an answer (``rewriter.bias.average_hints``).
     warnings: tuple[str, ...] = ()
+    #: Per aggregate: flagged as possibly biased (True), checked and not (False), or not
+    #: checked (None); see ``rewriter.bias``.
+    bias: tuple[bool | None, ...] = ()
+    #: What the bias checks found, one sentence each (``SET dpproxy.bias_check = on``).
+    checks: tuple[str, ...] = ()
 
 
 class ReleaseError(Exception):
@@ -77,6 +81,11 @@ class Plan:
     #: GROUP BY keys from the data: which groups are released (its ε or ρ is one share of
     #: the query's, its δ all of the query's δ); None when every key has a public domain.
     selection: PartitionSelection | None = None
+    #: Bias checks (``SET dpproxy.bias_check = on``): their columns follow the measurements
+    #: (and partition selection's count); each spends a share of the query's ε or ρ.
+    checks: tuple[Check, ...] = ()
+    #: With bias checks asked for: what they cannot see in this query (for the NOTICE).
+    unchecked: tuple[str, ...] = ()
 
     @property
     def gaussian(self) -> bool:
@@ -88,19 +97,33 @@ class Plan:
 
     def privacy_loss(self) -> float:
         """The sum of the Laplace measurements' maps (pure ε): never more than ``epsilon``."""
-        return sum(
-            m.mechanism.epsilon()
-            for m in self.measurements
-            if isinstance(m.mechanism, DiscreteLaplace | QuantileSelection)
-        ) + (0.0 if self.selection is None else self.selection.epsilon())
+        return (
+            sum(
+                m.mechanism.epsilon()
+                for m in self.measurements
+                if isinstance(m.mechanism, DiscreteLaplace | QuantileSelection)
+            )
+            + (0.0 if self.selection is None else self.selection.epsilon())
+            + sum(
+                c.mechanism.epsilon()
+                for c in self.checks
+                if isinstance(c.mechanism, DiscreteLaplace)
+            )
+        )
 
     def privacy_loss_rho(self) -> float:
         """The sum of the Gaussian measurements' maps (ρ): never more than ``rho``."""
-        return sum(
-            m.mechanism.rho()
-            for m in self.measurements
-            if isinstance(m.mechanism, DiscreteGaussian | QuantileSelection)
-        ) + (0.0 if self.selection is None else self.selection.rho())
+        return (
+            sum(
+                m.mechanism.rho()
+                for m in self.measurements
+                if isinstance(m.mechanism, DiscreteGaussian | QuantileSelection)
+            )
+            + (0.0 if self.selection is None else self.selection.rho())
+            + sum(
+                c.mechanism.rho() for c in self.checks if isinstance(c.mechanism, DiscreteGaussian)
+            )
+        )
 
     @property
     def released_columns(self) -> tuple[tuple[str, str], ...]:
@@ -109,12 +132,16 @@ class Plan:
 
     def release(self, exact_rows: Sequence[Sequence[object]], noise: NoiseSource) -> Release:
         measured = len(self.keys) + len(self.measurements)
-        width = measured + (self.selection is not None)
+        checked = measured + (self.selection is not None)
+        width = checked + len(self.checks)
         exact: dict[tuple[object, ...], list[Total]] = {}
         units: dict[tuple[object, ...], tuple[int, Sequence[object]]] = {}
+        concerned = [0] * len(self.checks)  # each check's persons, over all groups
         for row in exact_rows:
             if len(row) != width:
                 raise ReleaseError(f"expected {width} values per row, got {len(row)}")
+            for i, value in enumerate(row[checked:]):
+                concerned[i] += _as_count(value)
             cell = tuple(_canonical(v) for v in row[: len(self.keys)])
             totals = [
                 _as_total(v, m)
@@ -148,7 +175,16 @@ class Plan:
         if exact:
             raise ReleaseError("the backend returned a group outside the public domain")
         rows = tuple(released)
-        return Release(self.released_columns, rows, self.accuracy(), self.clamp_warnings(rows))
+        found = check_findings(self.checks, concerned, len(self.outputs), noise)
+        hints, hinted = average_hints(self.outputs, len(self.keys), rows, found.flags)
+        return Release(
+            self.released_columns,
+            rows,
+            self.accuracy(),
+            hints,
+            combined(found.flags, hinted),
+            found.sentences,
+        )
 
     def _selected(
         self,
@@ -165,37 +201,6 @@ class Plan:
                 values = tuple(_released_key(v, k) for v, k in zip(raw, self.keys, strict=True))
                 chosen.append((cell, values))
         return chosen
-
-    def clamp_warnings(self, rows: Sequence[Sequence[ReleasedValue]]) -> tuple[str, ...]:
-        """Averages released within CLAMP_MARGIN of the range from a declared bound.
-
-        Values outside the bounds are clamped to them, so an average near a bound suggests
-        many values at or beyond it: the true average may lie further out (bias). Computed
-        from the released (noisy) values only, so it costs nothing; a warning, not a test.
-        It often fires for groups with (almost) no rows too: their noisy average is
-        meaningless and, the noise being large against so few rows, lands at a bound.
-        Clamping of sums and bounding of rows per person cannot be seen without spending
-        budget on it, so they are not flagged (the NOTICE always states the bounds).
-        """
-        found = []
-        keys = len(self.keys)
-        for position, output in enumerate(self.outputs):
-            if output.aggregate is not Aggregate.AVG or output.bounds is None:
-                continue
-            low, high = output.bounds.lower, output.bounds.upper
-            margin = (high - low) * CLAMP_MARGIN
-            near = 0
-            for row in rows:
-                value = row[keys + position]
-                if isinstance(value, int | float) and not low + margin < value < high - margin:
-                    near += 1
-            if near:
-                found.append(
-                    f"{output.label} is within {CLAMP_MARGIN:.0%} of its declared bounds "
-                    f"[{low:g}, {high:g}] in {near} of {len(rows)} row(s): values beyond the "
-                    "bounds were clamped, so the true value may lie further out"
-                )
-        return tuple(found)
 
     def _value(self, output: OutputSpec, noisy: dict[str, int]) -> int | float:
         if output.aggregate in (
@@ -402,6 +407,13 @@ def _canonical(value: object) -> object:
     if isinstance(value, (dt.date, dt.datetime)):
         return value.isoformat()
     return str(value)
+
+
+def _as_count(raw: object) -> int:
+    count = _as_int(raw)
+    if count < 0:
+        raise ReleaseError(f"a bias check's count is negative: {count}")
+    return count
 
 
 def _as_int(raw: object) -> int:

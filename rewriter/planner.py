@@ -9,12 +9,14 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
+from rewriter.bias import CHECK_SHARE, Check
 from rewriter.catalog import Catalog
 from rewriter.errors import Rejected
 from rewriter.mechanisms import DiscreteGaussian, DiscreteLaplace
 from rewriter.parse import parse_statement
 from rewriter.partition_selection import PartitionSelection
 from rewriter.passes.aggregates import find_aggregates
+from rewriter.passes.bias_checks import CheckSpec, plan_checks, unchecked
 from rewriter.passes.bound_per_unit import bounded_query
 from rewriter.passes.check_joins import check_joins
 from rewriter.passes.check_predicate import check_predicate
@@ -41,6 +43,8 @@ PASSES = (
     "measurements: integer measurements with per-unit bounds (fixed-point grid for reals)",
     "bound_per_unit: per-unit partials, at most max_groups_per_unit groups per unit, clamped,"
     " summed across units",
+    "bias_checks: with SET dpproxy.bias_check = on, counts of the persons whose values"
+    " were clamped or rows cut, computed beside the partials (bound_per_unit)",
     "post_process: select list, HAVING, ORDER BY, LIMIT over the released values",
 )
 
@@ -53,12 +57,15 @@ class PlanRequest:
     """``epsilon``: the query's ε. With ``mechanism="gaussian"`` the query spends
     ρ = ε²/2 (the zCDP cost of a pure ε query, so noise of about the same size).
     ``delta``: the δ the query may spend on partition selection (releasing GROUP BY keys
-    found in the data); 0 refuses keys without a public domain."""
+    found in the data); 0 refuses keys without a public domain. ``bias_check``: spend
+    CHECK_SHARE of the query's ε (or ρ) on counting the persons whose values were clamped
+    or rows cut (``rewriter.bias``)."""
 
     epsilon: float
     dialect: Dialect = "duckdb"
     mechanism: NoiseKind = "laplace"
     delta: float = 0.0
+    bias_check: bool = False
 
 
 def plan(sql: str, catalog: Catalog, request: PlanRequest) -> Plan:
@@ -101,7 +108,21 @@ def _plan(sql: str, catalog: Catalog, request: PlanRequest) -> Plan:
     groups = min(joins.max_groups_per_unit, joins.max_rows_per_unit) if keys else 1
     if keys and not selected:
         groups = min(groups, len(domain_cells(keys)))
-    measurements = _measure(specs, groups, request, shares)
+    checks: tuple[CheckSpec, ...] = ()
+    blind: tuple[str, ...] = ()
+    if request.bias_check:
+        blind = unchecked(shape.scope)
+        checks = plan_checks(
+            specs,
+            outputs,
+            shape.scope,
+            max_rows=joins.max_rows_per_unit,
+            max_groups=joins.max_groups_per_unit,
+            grouped=bool(keys),
+        )
+    # With bias checks, the aggregates (and partition selection) share what they leave.
+    kept = 1 - CHECK_SHARE if checks else 1.0
+    measurements = _measure(specs, groups, request, _share(request, shares, kept))
     query = bounded_query(
         shape.scope,
         joins,
@@ -109,6 +130,7 @@ def _plan(sql: str, catalog: Catalog, request: PlanRequest) -> Plan:
         keys=keys,
         measurements=specs + ((SELECTION_UNITS,) if selected else ()),
         max_groups=joins.max_groups_per_unit,
+        checks=checks,
     )
     return Plan(
         sql=query.sql(dialect=request.dialect, copy=False),  # the tree is not kept
@@ -122,22 +144,25 @@ def _plan(sql: str, catalog: Catalog, request: PlanRequest) -> Plan:
         rho=request.epsilon**2 / 2 if request.mechanism == "gaussian" else 0.0,
         max_rows_per_unit=joins.max_rows_per_unit,
         max_groups_per_unit=groups,
-        selection=_select_partitions(groups, request, shares) if selected else None,
+        selection=(
+            _select_partitions(groups, request, _share(request, shares, kept)) if selected else None
+        ),
+        checks=_checks(checks, request),
+        unchecked=blind,
     )
 
 
 def _measure(
-    specs: tuple[MeasurementSpec, ...], groups: int, request: PlanRequest, shares: int
+    specs: tuple[MeasurementSpec, ...], groups: int, request: PlanRequest, share: float
 ) -> tuple[Measurement, ...]:
-    """Split the query's ε (Laplace: L1 over the groups) or ρ (Gaussian) equally in
-    ``shares`` (one per measurement, one more for partition selection).
+    """Give each measurement ``share`` of the query's ε (Laplace: L1 over the groups) or ρ
+    (Gaussian): one equal share per measurement, one more for partition selection.
 
     Counts and sums: the partials of all of one unit's kept groups add up, in absolute
     value, to at most one group's bound (``bound_per_unit``: rows are budgeted across
     groups), so their L1 and L2 sensitivities are ``unit_bound`` whatever the groups.
     Units (1 per group) and quantiles (a selection per group) count each of the
     ``groups`` groups a unit can touch."""
-    share = _share(request, shares)
     if request.mechanism == "gaussian":  # the share is of ρ
         return tuple(
             Measurement(
@@ -159,11 +184,23 @@ def _measure(
     )
 
 
-def _share(request: PlanRequest, shares: int) -> float:
-    """One equal share of the query's ε (Laplace) or ρ = ε²/2 (Gaussian), a hair below it,
-    so that the float sum of the shares' privacy maps never exceeds what is charged."""
+def _share(request: PlanRequest, shares: int, part: float = 1.0) -> float:
+    """One of ``shares`` equal shares of ``part`` of the query's ε (Laplace) or ρ = ε²/2
+    (Gaussian), a hair below it, so that the float sum of all shares' privacy maps never
+    exceeds what is charged."""
     total = request.epsilon**2 / 2 if request.mechanism == "gaussian" else request.epsilon
-    return total / shares * (1 - 1e-12)
+    return total * part / shares * (1 - 1e-12)
+
+
+def _checks(specs: tuple[CheckSpec, ...], request: PlanRequest) -> tuple[Check, ...]:
+    """Each bias check: an equal share of CHECK_SHARE of the query's ε or ρ; one person
+    changes each check's total (over all groups) by at most 1."""
+    if not specs:
+        return ()
+    share = _share(request, len(specs), CHECK_SHARE)
+    if request.mechanism == "gaussian":
+        return tuple(Check(s, DiscreteGaussian.for_rho(1, share), rho=share) for s in specs)
+    return tuple(Check(s, DiscreteLaplace.for_epsilon(1, share), epsilon=share) for s in specs)
 
 
 def _touched(spec: MeasurementSpec, groups: int) -> int:
@@ -178,9 +215,9 @@ def _touched(spec: MeasurementSpec, groups: int) -> int:
 SELECTION_UNITS = MeasurementSpec("units", MeasureKind.UNITS, None, None, None, None, 0, 1)
 
 
-def _select_partitions(groups: int, request: PlanRequest, shares: int) -> PartitionSelection:
-    """Partition selection with one equal share of the query's ε (or ρ) and all of its δ:
-    a threshold on the noisy unit count (``rewriter.partition_selection``)."""
+def _select_partitions(groups: int, request: PlanRequest, share: float) -> PartitionSelection:
+    """Partition selection with ``share`` of the query's ε (or ρ) and all of its δ: a
+    threshold on the noisy unit count (``rewriter.partition_selection``)."""
     if request.mechanism == "gaussian":
-        return PartitionSelection.gaussian(groups, _share(request, shares), request.delta)
-    return PartitionSelection.laplace(groups, _share(request, shares), request.delta)
+        return PartitionSelection.gaussian(groups, share, request.delta)
+    return PartitionSelection.laplace(groups, share, request.delta)

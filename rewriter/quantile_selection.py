@@ -108,13 +108,9 @@ class QuantileSelection:
         """The smallest scale (up to float rounding) whose map stays within epsilon:
         scale = 2Δ·groups / ε, nudged up by ulps if OpenDP rounds over."""
         _check(rows_per_unit, groups, epsilon)
-        sensitivity = max(score_sensitivity(rows_per_unit, alpha), 1)
-        scale = 2 * sensitivity * groups / epsilon
-        made = cls(alpha, rows_per_unit, scale, groups)
-        while made.epsilon() > epsilon:
-            scale = math.nextafter(scale, math.inf)
-            made = cls(alpha, rows_per_unit, scale, groups)
-        return made
+        return cls(
+            alpha, rows_per_unit, _scale(alpha, rows_per_unit, epsilon, groups, False), groups
+        )
 
     @classmethod
     def for_rho(
@@ -122,13 +118,8 @@ class QuantileSelection:
     ) -> QuantileSelection:
         """The smallest scale whose map stays within rho: (2Δ/scale)²/8 = ρ/groups."""
         _check(rows_per_unit, groups, rho)
-        sensitivity = max(score_sensitivity(rows_per_unit, alpha), 1)
-        scale = sensitivity / math.sqrt(2 * rho / groups)
-        made = cls(alpha, rows_per_unit, scale, groups, gumbel=True)
-        while made.rho() > rho:
-            scale = math.nextafter(scale, math.inf)
-            made = cls(alpha, rows_per_unit, scale, groups, gumbel=True)
-        return made
+        scale = _scale(alpha, rows_per_unit, rho, groups, True)
+        return cls(alpha, rows_per_unit, scale, groups, gumbel=True)
 
     def epsilon(self) -> float:
         """Pure ε of the selections in all groups a unit reaches (0 under zCDP)."""
@@ -148,6 +139,23 @@ class QuantileSelection:
             raise ValueError("bin counts out of range")
         scores = quantile_scores(counts, self.alpha)
         return noise.noisy_min(scores, self.scale, self.gumbel)
+
+
+@lru_cache(maxsize=1024, typed=True)  # typed: 1 and 1.0 are distinct keys
+def _scale(alpha: Fraction, rows_per_unit: int, budget: float, groups: int, gumbel: bool) -> float:
+    """QuantileSelection's smallest scale whose privacy map stays within ``budget`` (ε, or ρ
+    with ``gumbel``), nudged up by ulps if OpenDP rounds over. A pure function of its
+    arguments (OpenDP's maps are deterministic), so computed once per arguments."""
+    sensitivity = max(score_sensitivity(rows_per_unit, alpha), 1)
+    if gumbel:
+        scale = sensitivity / math.sqrt(2 * budget / groups)
+    else:
+        scale = 2 * sensitivity * groups / budget
+    made = QuantileSelection(alpha, rows_per_unit, scale, groups, gumbel=gumbel)
+    while (made.rho() if gumbel else made.epsilon()) > budget:
+        scale = math.nextafter(scale, math.inf)
+        made = QuantileSelection(alpha, rows_per_unit, scale, groups, gumbel=gumbel)
+    return scale
 
 
 def _check(rows_per_unit: int, groups: int, budget: float) -> None:

@@ -80,6 +80,8 @@ def find_aggregates(
     shape: QueryShape, keys: tuple[GroupKey, ...]
 ) -> tuple[tuple[AggregateSpec, ...], PostQuery]:
     found: dict[str, AggregateSpec] = {}
+    # Matched as written (columns resolved): a key's SQL may be rewritten (cleaned, cast).
+    by_sql = {k.written.sql(): k.name for k in keys}
 
     def replace(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Window):
@@ -99,7 +101,7 @@ def find_aggregates(
         if node is None:
             return None
         with_aggregates = node.transform(replace)  # transform copies
-        return _replace_keys(with_aggregates, keys, shape, where)
+        return _replace_keys(with_aggregates, by_sql, shape, where)
 
     select = []
     for item in shape.select:
@@ -257,10 +259,10 @@ def _column_bounds(column: exp.Column, scope: Scope, word: str) -> Interval:
 
 
 def _replace_keys(
-    node: exp.Expr, keys: tuple[GroupKey, ...], shape: QueryShape, where: str
+    node: exp.Expr, by_sql: dict[str, str], shape: QueryShape, where: str
 ) -> exp.Expr:
-    # Matched as written (columns resolved): a key's SQL may be rewritten (cleaned, cast).
-    by_sql = {k.written.sql(): k.name for k in keys}
+    """``node`` (a tree of its own: changed in place) with the GROUP BY keys, matched by
+    the SQL of their written form (``by_sql``), replaced by their names."""
 
     def replace(sub: exp.Expr) -> exp.Expr:
         if isinstance(sub, exp.Column) and _is_released(sub):
@@ -274,7 +276,7 @@ def _replace_keys(
         key = by_sql.get(written.sql())
         return exp.column(key, quoted=True) if key is not None else sub
 
-    replaced = node.transform(replace)
+    replaced = node.transform(replace, copy=False)
     for column in replaced.find_all(exp.Column):
         if not _is_released(column):
             raise Rejected(

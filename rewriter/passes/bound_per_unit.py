@@ -28,20 +28,35 @@ the order of a random draw per row (``ROW_NUMBER() OVER (… ORDER BY row_draw)`
 per-unit query counts, per bin, the rows ranked at most ``max_rows_per_unit``: a random
 subset of at most that many rows per unit and group, chosen independently of the values.
 The outer query returns the bins' totals as one array per quantile.
+
+Bias checks (``rewriter.passes.bias_checks``), when asked for, add one column per check
+after the measurements: per unit and group whether a value lies outside its bounds, per
+unit (windows over its groups) whether it was clamped or cut, counted once per unit.
 """
 
 from __future__ import annotations
 
-import datetime as dt
+import math
 
 from sqlglot import exp
 
 from rewriter.catalog import ColumnType
+from rewriter.passes.bias_checks import CheckSpec, inner_selects, person_selects, totals
 from rewriter.passes.check_joins import JoinBounds
 from rewriter.passes.group_keys import DomainValue, GroupKey
 from rewriter.passes.measurements import MeasureKind, MeasurementSpec
 from rewriter.scope import Scope, Source
-from rewriter.underflow import LARGEST_DOUBLE, flushed_bounds
+from rewriter.sql_joins import add_join
+from rewriter.sql_values import (
+    TINY,
+    as_double,
+    bound,
+    in_double_range,
+    integer,
+    moment,
+    number,
+)
+from rewriter.underflow import flushed_bounds
 
 UNIT_ALIAS = "u"
 RANKED_ALIAS = "r"
@@ -66,6 +81,7 @@ def bounded_query(
     keys: tuple[GroupKey, ...],
     measurements: tuple[MeasurementSpec, ...],
     max_groups: int,
+    checks: tuple[CheckSpec, ...] = (),
 ) -> exp.Select:
     unit_ref = joins.unit
     selects: list[exp.Expr] = [exp.alias_(unit_ref.copy(), UNIT_COLUMN, quoted=True)]
@@ -76,9 +92,11 @@ def bounded_query(
             selects.extend(_bin_counts(m))
         else:
             selects.append(exp.alias_(_partial(m, scope), m.key, quoted=True, copy=False))
+    selects.extend(inner_selects(checks))
     if keys:
         # A random draw per (unit, group), independent of the data, to choose the groups.
         selects.append(exp.alias_(exp.Rand(), RANDOM_COLUMN, quoted=True, copy=False))
+    if keys or checks:
         selects.append(
             exp.alias_(exp.Count(this=exp.Star()), GROUP_ROWS_COLUMN, quoted=True, copy=False)
         )
@@ -128,6 +146,13 @@ def bounded_query(
             exp.Star(),
             exp.alias_(rank, RANK_COLUMN, quoted=True, copy=False),
             exp.alias_(so_far, ROWS_SO_FAR_COLUMN, quoted=True, copy=False),
+            *person_selects(
+                checks,
+                unit=_col(UNIT_COLUMN, UNIT_ALIAS),
+                group_rows=_col(GROUP_ROWS_COLUMN, UNIT_ALIAS),
+                max_rows=joins.max_rows_per_unit,
+                max_groups=max_groups,
+            ),
         ).from_(source, copy=False)
         per_unit = RANKED_ALIAS
         source = exp.alias_(ranked.subquery(copy=False), RANKED_ALIAS, quoted=True, copy=False)
@@ -142,13 +167,20 @@ def bounded_query(
         else:
             value = _total(_col(m.key, per_unit), m)
         outer = outer.select(exp.alias_(value, m.key, quoted=True, copy=False), copy=False)
-    outer = outer.from_(source, copy=False)
+    counted = totals(
+        checks,
+        per_unit=per_unit,
+        rank=_col(RANK_COLUMN, per_unit) if keys else None,
+        group_rows=_col(GROUP_ROWS_COLUMN, per_unit),
+        max_rows=joins.max_rows_per_unit,
+    )
+    outer = outer.select(*counted, copy=False).from_(source, copy=False)
     if keys:
         kept = exp.and_(
-            exp.LTE(this=_col(RANK_COLUMN, per_unit), expression=_integer(max_groups)),
+            exp.LTE(this=_col(RANK_COLUMN, per_unit), expression=integer(max_groups)),
             exp.LTE(
                 this=_col(ROWS_SO_FAR_COLUMN, per_unit),
-                expression=_integer(joins.max_rows_per_unit),
+                expression=integer(joins.max_rows_per_unit),
             ),
         )
         outer = outer.where(kept, copy=False).group_by(
@@ -163,16 +195,16 @@ def _total(partial: exp.Column, m: MeasurementSpec) -> exp.Expr:
     A sum over a group whose values are all NULL is NULL: it counts as 0, not as a bound
     (GREATEST and LEAST skip NULL, so clamping NULL would give the lower limit), so that
     every partial lies between its rows times the smallest and the largest value."""
-    partial_or_0 = exp.func("COALESCE", partial, exp.Literal.number(0))
+    partial_or_0 = exp.Coalesce(this=partial, expressions=[exp.Literal.number(0)])
     total = exp.Sum(this=_clamp(partial_or_0, m.unit_lower, m.unit_upper))
-    return exp.func("COALESCE", total, exp.Literal.number(0))
+    return exp.Coalesce(this=total, expressions=[exp.Literal.number(0)])
 
 
 def _from_sources(select: exp.Select, scope: Scope, joins: JoinBounds) -> exp.Select:
     select = select.from_(_table(scope.sources[0]), copy=False)
     for join in joins.joins:
-        select = select.join(
-            _table(join.source), on=join.on.copy(), join_type=join.kind.upper(), copy=False
+        select = add_join(
+            select, _table(join.source), on=join.on.copy(), join_type=join.kind.upper()
         )
     for hidden in joins.unit_joins:
         target = exp.Table(
@@ -180,7 +212,7 @@ def _from_sources(select: exp.Select, scope: Scope, joins: JoinBounds) -> exp.Se
             db=exp.to_identifier(hidden.schema, quoted=True),
             alias=exp.TableAlias(this=exp.to_identifier(hidden.alias, quoted=True)),
         )
-        select = select.join(target, on=hidden.on.copy(), join_type="INNER", copy=False)
+        select = add_join(select, target, on=hidden.on.copy(), join_type="INNER")
     return select
 
 
@@ -261,11 +293,9 @@ def _bin_index(m: MeasurementSpec, scope: Scope) -> exp.Expr:
     double = exp.DataType.Type.DOUBLE
     scaled = exp.Mul(
         this=exp.cast(clean(m.argument, scope), double, copy=False),
-        expression=exp.cast(_number(m.bins.inverse), double),
+        expression=exp.cast(number(m.bins.inverse), double),
     )
-    steps = exp.Floor(
-        this=exp.Sub(this=scaled, expression=exp.cast(_number(m.bins.offset), double))
-    )
+    steps = exp.Floor(this=exp.Sub(this=scaled, expression=exp.cast(number(m.bins.offset), double)))
     index = exp.cast(
         _clamp_keeping_null(steps, 0, m.bins.count - 1), exp.DataType.Type.BIGINT, copy=False
     )
@@ -276,12 +306,10 @@ def _bin_counts(m: MeasurementSpec) -> list[exp.Expr]:
     """Per unit and group: the rows of each bin among the first ``unit_upper`` picked."""
     if m.bins is None:
         raise ValueError("a quantile measurement needs bins")
-    picked = exp.LTE(
-        this=_col(m.key + PICK_SUFFIX, PICKED_ALIAS), expression=_integer(m.unit_upper)
-    )
+    picked = exp.LTE(this=_col(m.key + PICK_SUFFIX, PICKED_ALIAS), expression=integer(m.unit_upper))
     counts: list[exp.Expr] = []
     for j in range(m.bins.count):
-        in_bin = exp.EQ(this=_col(m.key + BIN_SUFFIX, PICKED_ALIAS), expression=_integer(j))
+        in_bin = exp.EQ(this=_col(m.key + BIN_SUFFIX, PICKED_ALIAS), expression=integer(j))
         count = exp.Count(this=_when(exp.and_(picked.copy(), in_bin), exp.Literal.number(1)))
         counts.append(exp.alias_(count, f"{m.key}_{j}", quoted=True, copy=False))
     return counts
@@ -337,7 +365,7 @@ def _partial(m: MeasurementSpec, scope: Scope) -> exp.Expr:
     value = on_grid(clean(m.argument, scope), m)
     if m.centre:
         # A centred sum (averages, variances): the steps from the centre, in integers.
-        value = exp.Sub(this=value, expression=_integer(m.centre))
+        value = exp.Sub(this=value, expression=integer(m.centre))
     return exp.Sum(this=value if condition is None else _when(condition, value))
 
 
@@ -350,14 +378,6 @@ def clean(expression: exp.Expr, scope: Scope) -> exp.Expr:
     CAST('…' AS TIMESTAMP), so that both engines compare them as the column's type.
     """
 
-    def moment(value: dt.date, kind: ColumnType) -> exp.Expr:
-        if kind is ColumnType.DATE:
-            return exp.cast(exp.Literal.string(value.isoformat()), exp.DataType.Type.DATE)
-        if not isinstance(value, dt.datetime):
-            raise ValueError("a timestamp column's bounds are datetimes (ColumnInfo)")
-        text = value.isoformat(sep=" ", timespec="microseconds")
-        return exp.cast(exp.Literal.string(text), exp.DataType.Type.TIMESTAMP)
-
     def replace(node: exp.Expr) -> exp.Expr:
         if not isinstance(node, exp.Column):
             return node
@@ -369,39 +389,63 @@ def clean(expression: exp.Expr, scope: Scope) -> exp.Expr:
             return _between_keeping_null(value, first, last)
         bounds = info.policy.bounds
         if bounds is not None and info.type is ColumnType.INTEGER:
-            low, high = (_integer(int(b)) if float(b).is_integer() else _number(b) for b in bounds)
-            clamped = _between_keeping_null(value, low, high)
-            if not all(float(b).is_integer() for b in bounds):
-                return clamped
+            low, high = math.ceil(bounds[0]), math.floor(bounds[1])
+            if low > high:  # no integer within the bounds
+                return _between_keeping_null(value, *(bound(b) for b in bounds))
+            # Integer bounds (rounded inwards): comparing a wide integer (HUGEINT) with a
+            # fractional literal would cast it to a DECIMAL that some values overflow.
             # BIGINT: arithmetic on the value (within ±2^52 by its interval) must not
             # overflow a narrower column type (INTEGER, SMALLINT) on rows that reach it.
+            clamped = _between_keeping_null(value, integer(low), integer(high))
             return exp.cast(clamped, exp.DataType.Type.BIGINT)
         if info.type in REAL_TYPES:
-            if bounds is not None:
-                value = _clamp_flushed(exp.cast(value, exp.DataType.Type.DOUBLE), *bounds)
-            return _when(_finite(node), value)
+            # NaN, ±infinity and decimals beyond DOUBLE's range become NULL; the others
+            # are cast to DOUBLE (never failing: rewriter.sql_values) and clamped.
+            if bounds is None:
+                value = as_double(node, info.type)
+            elif info.type is ColumnType.DECIMAL:
+                value = _clamp_flushed(_double(node), *bounds, compared=node)
+            else:
+                value = _clamp_flushed(_double(node), *bounds)
+            return _when(in_double_range(node, info.type), value, copy=False)
         return value
 
     return expression.transform(replace)  # transform copies
 
 
-def _clamp_flushed(value: exp.Expr, lower: float, upper: float) -> exp.Expr:
+def _clamp_flushed(
+    value: exp.Expr, lower: float, upper: float, *, compared: exp.Expr | None = None
+) -> exp.Expr:
     """Clamp a real value to [lower, upper] so that the result is 0 or at least the flush
     threshold in magnitude (rewriter.underflow: no product of such values can underflow).
 
     Bounds closer to 0 than the threshold move inwards (to 0, or to the threshold), and
     values closer to 0 than the threshold become 0 when 0 is within the bounds. The result
     always lies within the declared [lower, upper].
+
+    ``compared``: a DECIMAL column, whose magnitude is tested before ``value`` (its cast
+    to DOUBLE) is computed: below TINY (or the threshold) it is taken as 0, clamped, since
+    PostgreSQL cannot cast so small a numeric (``rewriter.sql_values``).
     """
     lower, upper, threshold = flushed_bounds(lower, upper)
     clamped = _clamp_real(value, lower, upper)
-    if not lower <= 0 <= upper or threshold == 0:
-        return clamped
-    tiny = exp.and_(
-        exp.GT(this=value.copy(), expression=_number(-threshold)),
-        exp.LT(this=value.copy(), expression=_number(threshold)),
+    if compared is None:
+        if not lower <= 0 <= upper or threshold == 0:
+            return clamped
+        compared, zero = value, 0.0
+    else:
+        zero = min(max(0.0, lower), upper)  # what clamping a value of 0 gives
+        threshold = max(threshold, TINY) if lower <= 0 <= upper else TINY
+    tiny = exp.And(  # what exp.and_ builds (no parentheses: neither side is AND/OR)
+        this=exp.GT(this=compared.copy(), expression=number(-threshold)),
+        expression=exp.LT(this=compared.copy(), expression=number(threshold)),
     )
-    return _when(tiny, exp.Literal.number("0.0"), clamped)
+    literal = exp.Literal.number("0.0") if zero == 0 else number(zero)
+    return _when(tiny, literal, clamped, copy=False)
+
+
+def _double(value: exp.Expr) -> exp.Expr:
+    return exp.cast(value.copy(), exp.DataType.Type.DOUBLE, copy=False)
 
 
 def on_grid(value: exp.Expr, m: MeasurementSpec) -> exp.Expr:
@@ -417,15 +461,15 @@ def on_grid(value: exp.Expr, m: MeasurementSpec) -> exp.Expr:
         raise ValueError("no grid")
     grid = m.grid
     if grid.step == 1.0 and m.bounds.integer:
-        steps: exp.Expr = value.copy()
+        steps: exp.Expr = value
     else:
         # FLOOR(x + 0.5), not ROUND: PostgreSQL rounds halves to even, DuckDB away from 0,
         # and the engines must agree. x + 0.5 is exact (|x| < 2^21 steps).
         steps = exp.Floor(
             this=exp.Add(
                 this=exp.Mul(
-                    this=exp.cast(value.copy(), exp.DataType.Type.DOUBLE, copy=False),
-                    expression=_number(1.0 / grid.step),
+                    this=exp.cast(value, exp.DataType.Type.DOUBLE, copy=False),
+                    expression=number(1.0 / grid.step),
                 ),
                 expression=exp.Literal.number("0.5"),
             )
@@ -436,7 +480,7 @@ def on_grid(value: exp.Expr, m: MeasurementSpec) -> exp.Expr:
 
 
 def _clamp_keeping_null(value: exp.Expr, lower: int, upper: int) -> exp.Expr:
-    return _between_keeping_null(value, _integer(lower), _integer(upper))
+    return _between_keeping_null(value, integer(lower), integer(upper))
 
 
 def _between_keeping_null(value: exp.Expr, low: exp.Expr, high: exp.Expr) -> exp.Expr:
@@ -451,38 +495,30 @@ def _between_keeping_null(value: exp.Expr, low: exp.Expr, high: exp.Expr) -> exp
     )
 
 
-def _when(condition: exp.Expr, value: exp.Expr, otherwise: exp.Expr | None = None) -> exp.Expr:
-    case = exp.Case(ifs=[exp.If(this=condition.copy(), true=value)])
+def _when(
+    condition: exp.Expr, value: exp.Expr, otherwise: exp.Expr | None = None, *, copy: bool = True
+) -> exp.Expr:
+    """CASE WHEN condition THEN value [ELSE otherwise] END, with a copy of ``condition``
+    unless ``copy`` is false (a condition built for this CASE alone)."""
+    case = exp.Case(ifs=[exp.If(this=condition.copy() if copy else condition, true=value)])
     if otherwise is not None:
         case.set("default", otherwise)
     return case
 
 
-def _finite(value: exp.Expr) -> exp.Expr:
-    """True for finite numbers; false for NaN and ±infinity; NULL for NULL."""
-    return exp.Between(
-        this=exp.cast(value.copy(), exp.DataType.Type.DOUBLE),
-        low=exp.Neg(this=exp.Literal.number(LARGEST_DOUBLE)),
-        high=exp.Literal.number(LARGEST_DOUBLE),
-    )
-
-
 def _clamp(value: exp.Expr, lower: int, upper: int) -> exp.Expr:
-    return exp.func("LEAST", exp.func("GREATEST", value, _integer(lower)), _integer(upper))
+    return _least_greatest(value, integer(lower), integer(upper))
 
 
 def _clamp_real(value: exp.Expr, lower: float, upper: float) -> exp.Expr:
-    return exp.func("LEAST", exp.func("GREATEST", value, _number(lower)), _number(upper))
+    return _least_greatest(value, number(lower), number(upper))
 
 
-def _integer(value: int) -> exp.Expr:
-    literal = exp.Literal.number(abs(value))
-    return exp.Neg(this=literal) if value < 0 else literal
-
-
-def _number(value: float) -> exp.Expr:
-    literal = exp.Literal.number(repr(abs(float(value))))
-    return exp.Neg(this=literal) if value < 0 else literal
+def _least_greatest(value: exp.Expr, low: exp.Expr, high: exp.Expr) -> exp.Expr:
+    """LEAST(GREATEST(value, low), high), taking ``value`` (not copied). GREATEST and LEAST
+    skip NULL (``ignore_nulls``), as on DuckDB and PostgreSQL: what exp.func builds."""
+    greatest = exp.Greatest(this=value, expressions=[low], ignore_nulls=True)
+    return exp.Least(this=greatest, expressions=[high], ignore_nulls=True)
 
 
 def _col(name: str, table: str) -> exp.Column:

@@ -142,8 +142,8 @@ def check_predicate(
     finally:
         for resolved, standin in standins:
             standin.replace(resolved)
-    checked: exp.Expr = holder.this
-    return checked.transform(_portable)
+    checked: exp.Expr = holder.this.pop()  # a copy of its own (the first transform's)
+    return checked.transform(_portable, copy=False)
 
 
 def is_subquery(node: exp.Expr) -> bool:

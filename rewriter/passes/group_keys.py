@@ -108,7 +108,7 @@ def written_form(node: exp.Expr, scope: Scope) -> exp.Expr:
     def resolve(sub: exp.Expr) -> exp.Expr:
         return scope.resolve(sub, "GROUP BY") if isinstance(sub, exp.Column) else sub
 
-    return node.unnest().copy().transform(resolve)
+    return node.unnest().transform(resolve)  # transform copies
 
 
 def domain_cells(keys: tuple[GroupKey, ...]) -> list[tuple[DomainValue, ...]]:

@@ -162,8 +162,9 @@ def plan_measurements(
     aggregates: tuple[AggregateSpec, ...], max_rows: int
 ) -> tuple[tuple[MeasurementSpec, ...], tuple[OutputSpec, ...]]:
     measurements: dict[str, MeasurementSpec] = {}
+    identity_of = _Identities()
     counted = {  # (argument, filter) whose values are counted anyway
-        _identity(s.argument, s.filter) for s in aggregates if s.aggregate in COUNTED_AGGREGATES
+        identity_of(s.argument, s.filter) for s in aggregates if s.aggregate in COUNTED_AGGREGATES
     }
 
     def measure(
@@ -177,7 +178,7 @@ def plan_measurements(
     ) -> str:
         centre = centre_of(grid_for(bounds)) if centred and bounds is not None else 0
         identity = (
-            f"{kind.value}|{_identity(argument, condition)}"
+            f"{kind.value}|{identity_of(argument, condition)}"
             + ("" if alpha is None else f"|{alpha}")
             + ("" if centre == 0 else f"|centre {centre}")
         )
@@ -224,7 +225,7 @@ def plan_measurements(
 
     outputs = []
     for spec in aggregates:
-        centred = _identity(spec.argument, spec.filter) in counted
+        centred = identity_of(spec.argument, spec.filter) in counted
         numerator, denominator = _measure_aggregate(spec, measure, centred)
         squares = None
         if spec.aggregate in SPREAD_AGGREGATES:
@@ -273,10 +274,24 @@ def _measure_aggregate(
     return total, measure(MeasureKind.COUNT, spec.argument, spec.filter, None)
 
 
-def _identity(argument: exp.Expr | None, condition: exp.Expr | None) -> str:
-    return f"{'' if argument is None else argument.sql()}|" + (
-        "" if condition is None else condition.sql()
-    )
+class _Identities:
+    """``argument|condition`` by their SQL: equal for the same argument and condition.
+    Each expression's SQL is generated once (the expressions are kept, so their ids stay
+    theirs while this lives)."""
+
+    def __init__(self) -> None:
+        self._sql: dict[int, tuple[exp.Expr, str]] = {}
+
+    def __call__(self, argument: exp.Expr | None, condition: exp.Expr | None) -> str:
+        return f"{self._of(argument)}|{self._of(condition)}"
+
+    def _of(self, node: exp.Expr | None) -> str:
+        if node is None:
+            return ""
+        found = self._sql.get(id(node))
+        if found is None:
+            found = self._sql[id(node)] = (node, node.sql())
+        return found[1]
 
 
 def _squared(argument: exp.Expr, centre: float, bounds: Interval) -> exp.Expr:

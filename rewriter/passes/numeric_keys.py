@@ -38,7 +38,8 @@ from rewriter.errors import Rejected
 from rewriter.intervals import Interval, interval_of
 from rewriter.passes.check_predicate import check_predicate
 from rewriter.scope import Scope
-from rewriter.underflow import LARGEST_DOUBLE, flushed_bounds
+from rewriter.sql_values import as_double, in_double_range, integer, number
+from rewriter.underflow import flushed_bounds
 
 #: Nodes that compute on numbers: a key with one of them over a column is a numeric key.
 COMPUTING = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Neg, exp.Floor, exp.Ceil, exp.Round, exp.Abs)
@@ -329,7 +330,7 @@ class _Builder:
     def round(self, node: exp.Round) -> _Number:
         inner = self.number(node.this)
         decimals = node.args.get("decimals")
-        digits = 0 if decimals is None else _constant_integer(decimals)
+        digits = 0 if decimals is None else _constantinteger(decimals)
         if digits is None or abs(digits) > MAX_DIGITS:
             raise Rejected(
                 f"GROUP BY {_written(self.original)}: round(x, d) needs a constant whole "
@@ -395,32 +396,25 @@ def _cleaned(column: exp.Column, scope: Scope) -> exp.Expr:
         raise ValueError(f"column {info.name} has no bounds")
     if info.type is ColumnType.INTEGER:
         low, high = math.ceil(bounds[0]), math.floor(bounds[1])
-        return exp.cast(_clamp(column, _integer(low), _integer(high)), _BIGINT)
-    lower, upper = bounds
-    if info.type is ColumnType.DECIMAL:
-        value = exp.cast(_clamp(column, _number(lower), _number(upper)), _DOUBLE)
-    else:
-        value = exp.cast(column.copy(), _DOUBLE)
-    # As rewriter.passes.bound_per_unit.clean: every cleaned value is 0 or at least the
-    # flush threshold in magnitude.
-    lower, upper, threshold = flushed_bounds(lower, upper)
-    finite = exp.Between(
-        this=value.copy(),
-        low=exp.Neg(this=exp.Literal.number(LARGEST_DOUBLE)),
-        high=exp.Literal.number(LARGEST_DOUBLE),
-    )
+        return exp.cast(_clamp(column, integer(low), integer(high)), _BIGINT)
+    # As rewriter.passes.bound_per_unit.clean: NaN, ±infinity and decimals beyond DOUBLE's
+    # range are NULL, the others cast to DOUBLE without fail (rewriter.sql_values), and
+    # every cleaned value is 0 or at least the flush threshold in magnitude.
+    value = as_double(column, info.type)
+    finite = in_double_range(column, info.type)
+    lower, upper, threshold = flushed_bounds(*bounds)
     ifs = [exp.If(this=exp.Not(this=exp.Paren(this=finite)), true=exp.Null())]
     if threshold > 0 and lower <= 0 <= upper:
         tiny = exp.and_(
-            exp.GT(this=value.copy(), expression=_number(-threshold)),
-            exp.LT(this=value.copy(), expression=_number(threshold)),
+            exp.GT(this=value.copy(), expression=number(-threshold)),
+            exp.LT(this=value.copy(), expression=number(threshold)),
         )
         ifs.append(exp.If(this=tiny, true=_double(0.0)))
     ifs.append(
-        exp.If(this=exp.LT(this=value.copy(), expression=_number(lower)), true=_double(lower))
+        exp.If(this=exp.LT(this=value.copy(), expression=number(lower)), true=_double(lower))
     )
     ifs.append(
-        exp.If(this=exp.GT(this=value.copy(), expression=_number(upper)), true=_double(upper))
+        exp.If(this=exp.GT(this=value.copy(), expression=number(upper)), true=_double(upper))
     )
     return exp.cast(exp.Case(ifs=ifs, default=value), _DOUBLE)
 
@@ -454,7 +448,7 @@ def _extra(node: exp.Expr, *names: str) -> bool:
     return any(node.args.get(name) is not None for name in names)
 
 
-def _constant_integer(node: exp.Expr) -> int | None:
+def _constantinteger(node: exp.Expr) -> int | None:
     negative = isinstance(node, exp.Neg)
     value = node.this if negative else node
     if isinstance(value, exp.Literal) and not value.is_string and _INTEGER.fullmatch(value.this):
@@ -475,17 +469,7 @@ def _abs(node: exp.Expr) -> exp.Expr:
 
 
 def _double(value: float) -> exp.Expr:
-    return exp.cast(_number(value), _DOUBLE)
-
-
-def _number(value: float) -> exp.Expr:
-    literal = exp.Literal.number(repr(abs(float(value))))
-    return exp.Neg(this=literal) if value < 0 else literal
-
-
-def _integer(value: int) -> exp.Expr:
-    literal = exp.Literal.number(abs(value))
-    return exp.Neg(this=literal) if value < 0 else literal
+    return exp.cast(number(value), _DOUBLE)
 
 
 def _written(node: exp.Expr) -> str:

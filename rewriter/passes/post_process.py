@@ -20,7 +20,7 @@ RELEASED = "released"
 
 def post_query(post: PostQuery) -> str:
     select = [_safe_division(item) for item in post.select]
-    query = exp.select(*select).from_(exp.to_identifier(RELEASED, quoted=True))
+    query = exp.select(*select).from_(exp.to_identifier(RELEASED, quoted=True), copy=False)
     if post.having is not None:
         query = query.where(_safe_division(post.having), copy=False)
     if post.order is not None:
@@ -39,4 +39,4 @@ def _safe_division(node: exp.Expr) -> exp.Expr:
             return sub.__class__(this=sub.this.transform(replace), expression=divisor)
         return sub
 
-    return node.copy().transform(replace)
+    return node.transform(replace)  # transform copies

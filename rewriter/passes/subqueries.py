@@ -53,6 +53,7 @@ from rewriter.passes.check_shape import (
 from rewriter.passes.where_subqueries import WhereSubqueries
 from rewriter.policy import ColumnPolicy, TablePolicy
 from rewriter.scope import Join, Scope, Source
+from rewriter.sql_joins import add_join
 
 INNER_PREFIX = "s"  # the tables of a per-person subquery are s0, s1, …
 T = TypeVar("T")
@@ -451,8 +452,8 @@ def _per_unit(
         )
     select = select.from_(_table(scope.sources[0]), copy=False)
     for join in bounds.joins:
-        select = select.join(
-            _table(join.source), on=join.on.copy(), join_type=join.kind.upper(), copy=False
+        select = add_join(
+            select, _table(join.source), on=join.on.copy(), join_type=join.kind.upper()
         )
     where = inner.args.get("where")
     if where is not None:

@@ -63,6 +63,7 @@ from rewriter.passes.check_types import (
     value_kind,
 )
 from rewriter.scope import Join, Scope, Source
+from rewriter.sql_joins import add_join
 
 Expand = Callable[[exp.Expr, Catalog], tuple[exp.Expr, Catalog]]
 SELECT_LIST = "the subquery's select list"
@@ -219,8 +220,8 @@ class _Layer:
         """``SELECT value FROM … [JOIN …] [WHERE … [AND also]]`` under the fresh aliases."""
         built = exp.select(value).from_(_table(self.scope.sources[0]), copy=False)
         for join in self.joins:
-            built = built.join(
-                _table(join.source), on=join.on.copy(), join_type=join.kind.upper(), copy=False
+            built = add_join(
+                built, _table(join.source), on=join.on.copy(), join_type=join.kind.upper()
             )
         conditions = [c for c in (self.where, also) if c is not None]
         if conditions:

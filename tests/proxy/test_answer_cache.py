@@ -9,7 +9,6 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from accountant import AdminChange, AnalystBudget, Decision, Epsilon, StateStore
@@ -21,7 +20,7 @@ from proxy.postprocess import PostProcessor
 from proxy.seam import QueryError
 from proxy.session import AnalystSession
 from rewriter import OpenDPNoise
-from tests.rewriter.tables import CREATE, SAMPLE_ROWS, SETUP, catalog
+from tests.rewriter.tables import catalog, duckdb_file
 
 SQL = "SELECT COUNT(*) AS n, SUM(stay) AS s FROM visits"
 
@@ -35,13 +34,7 @@ class Clock:
 
 @pytest.fixture
 def database(tmp_path: Path) -> Path:
-    path = tmp_path / "data.duckdb"
-    with duckdb.connect(str(path)) as conn:
-        conn.execute(CREATE.format(schema="main"))
-        for statement in SETUP:
-            conn.execute(statement.format(schema="main"))
-        conn.executemany("INSERT INTO main.visits VALUES (?, ?, ?, ?, ?)", SAMPLE_ROWS)
-    return path
+    return duckdb_file(tmp_path / "data.duckdb")
 
 
 @pytest.fixture
@@ -135,3 +128,19 @@ def test_removed_analyst_gets_no_cached_answer(pipeline: Pipeline, tmp_path: Pat
         store.remove_analyst("alice", AdminChange("root", "remove"))
     with pytest.raises(QueryError, match="removed"):
         ask(s, SQL)
+
+
+def test_the_same_totals_released_in_another_order_are_not_shared(pipeline: Pipeline) -> None:
+    """AVG(cost), SUM(cost) and SUM(cost), AVG(cost) run the same bounded SQL (one centred
+    sum and one count): the second must not get the first's columns in the wrong order."""
+    s = session(pipeline)
+    first, second = ask(
+        s,
+        "SELECT AVG(cost) AS a, SUM(cost) AS t FROM visits",
+        "SELECT SUM(cost), AVG(cost) FROM visits",
+    )
+    assert [c.name for c in second.columns] == ["sum", "avg"]
+    records = asyncio.run(pipeline.ledger.records("alice", ()))
+    assert [r.decision for r in records] == [Decision.ACCEPTED, Decision.ACCEPTED]
+    # Each is its own release: the average lies within cost's bounds [0, 100] in both.
+    assert 0 <= float(first.rows[0][0]) <= 100 and 0 <= float(second.rows[0][1]) <= 100

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from proxy import session
 from proxy.cli import build_parser
 from proxy.settings import (
     AnalystSettings,
@@ -46,6 +47,19 @@ def test_every_setting_is_documented_in_its_section() -> None:
             if key == "columns":
                 continue  # documented as its own section
             assert f"| `{key}` |" in text, f"{heading} {key} is not documented"
+
+
+def test_every_session_setting_is_documented() -> None:
+    """Each ``dpproxy.*`` session parameter has a row in the session settings table."""
+    table = CONFIG_DOC[CONFIG_DOC.index("## Session settings (SQL)") :]
+    names = [
+        value
+        for name, value in vars(session).items()
+        if name.endswith("_PARAMETER") and isinstance(value, str) and value.startswith("dpproxy.")
+    ]
+    assert "dpproxy.bias_check" in names
+    for name in names:
+        assert f"| `SET {name}" in table or f"| `SHOW {name}" in table, f"{name} undocumented"
 
 
 def test_every_top_level_section_is_covered() -> None:

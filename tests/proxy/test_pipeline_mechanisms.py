@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from accountant import AdminChange, AnalystBudget, Decision, Epsilon, Mechanism, Rho, StateStore
@@ -20,17 +19,12 @@ from proxy.postprocess import PostProcessor
 from proxy.seam import QueryError
 from proxy.session import AnalystSession
 from rewriter import OpenDPNoise, PlanRequest, plan
-from tests.rewriter.tables import CREATE, SAMPLE_ROWS, SETUP, catalog
+from tests.rewriter.tables import catalog, duckdb_file
 
 
 @pytest.fixture
 def pipeline(tmp_path: Path) -> Iterator[Pipeline]:
-    database = tmp_path / "data.duckdb"
-    with duckdb.connect(str(database)) as conn:
-        conn.execute(CREATE.format(schema="main"))
-        for statement in SETUP:
-            conn.execute(statement.format(schema="main"))
-        conn.executemany("INSERT INTO main.visits VALUES (?, ?, ?, ?, ?)", SAMPLE_ROWS)
+    database = duckdb_file(tmp_path / "data.duckdb")
     ledger = AsyncLedger(tmp_path / "state.db")
     backend = DuckDBBackend(database, timeout_seconds=10)
     yield Pipeline(catalog("main"), backend, ledger, OpenDPNoise(), PostProcessor())
@@ -99,22 +93,31 @@ def test_report_columns_adds_intervals(pipeline: Pipeline) -> None:
         "SELECT department, COUNT(*) AS n FROM visits GROUP BY department",
         "SELECT COUNT(*) * 2 AS twice FROM visits",
     )
-    assert [c.name for c in plain.columns] == ["n", "sum", "n_ci95", "sum_ci95"]
+    assert [c.name for c in plain.columns] == [
+        "n",
+        "sum",
+        "n_ci95",
+        "n_bias",
+        "sum_ci95",
+        "sum_bias",
+    ]
+    assert [c.type_oid for c in plain.columns[2:]] == [701, 16, 701, 16]
     query_plan = plan(
         "SELECT COUNT(*) AS n, SUM(stay) FROM visits", catalog("main"), PlanRequest(0.5)
     )
     widths = [a.half_width_95 for a in query_plan.accuracy()]
-    assert plain.rows[0][2:] == tuple(str(int(w)) for w in widths)
-    assert [c.name for c in grouped.columns] == ["department", "n", "n_ci95"]
+    assert plain.rows[0][2::2] == tuple(str(int(w)) for w in widths)
+    assert plain.rows[0][3::2] == (None, None)  # no bias check, no hint: not checked
+    assert [c.name for c in grouped.columns] == ["department", "n", "n_ci95", "n_bias"]
     assert len({row[2] for row in grouped.rows}) == 1 and len(grouped.rows) == 3
     assert [c.name for c in arithmetic.columns] == ["twice"]
-    assert "no _ci95 columns" in arithmetic.notices[-1].message
+    assert "no _ci95 or _bias columns" in arithmetic.notices[-1].message
     described = asyncio.run(
         pipeline.describe(
             s._asker, "SELECT COUNT(*) AS n FROM visits", Epsilon("0.5"), report="columns"
         )
     )
-    assert [c.name for c in described] == ["n", "n_ci95"]
+    assert [c.name for c in described] == ["n", "n_ci95", "n_bias"]
     assert run(s, "SHOW dpproxy.report")[0].rows == (("columns",),)
     with pytest.raises(QueryError, match="invalid value for dpproxy.report"):
         run(s, "SET dpproxy.report = everything")

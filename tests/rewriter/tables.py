@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import duckdb
 import psycopg
@@ -126,3 +127,14 @@ def load_postgres(dsn: str, schema: str, rows: Sequence[Row]) -> None:
             cur.executemany(
                 f'INSERT INTO "{schema}".visits VALUES (%s, %s, %s, %s, %s)', list(rows)
             )
+
+
+def duckdb_file(path: Path, rows: Sequence[Row] = SAMPLE_ROWS) -> Path:
+    """A DuckDB database file at ``path`` with the test tables and ``rows`` of visits."""
+    with duckdb.connect(str(path)) as conn:
+        conn.execute(CREATE.format(schema="main"))
+        for statement in SETUP:
+            conn.execute(statement.format(schema="main"))
+        if rows:
+            conn.executemany("INSERT INTO main.visits VALUES (?, ?, ?, ?, ?)", list(rows))
+    return path

@@ -151,3 +151,76 @@ def test_products_of_narrow_integer_columns_never_overflow(
         made = plan(sql, _narrow_catalog(pg_schema, upper), PlanRequest(1.0, dialect="postgres"))
         found = conn.execute(made.sql).fetchall()
     assert [[int(v) for v in r] for r in found] == [[int(v) for v in r] for r in expected]
+
+
+# Extreme decimals and wide integers, with bounds of more decimal places than the column:
+# comparing such a column with a fractional literal made DuckDB cast it to a wider DECIMAL
+# that large values overflow, and PostgreSQL failed to cast numerics beyond DOUBLE's range
+# (or below its smallest subnormal) to DOUBLE: errors that reveal those rows.
+EXTREME_QUERIES = [
+    "SELECT SUM(amount), AVG(amount) FROM pay",
+    "SELECT SUM(amount) FROM pay WHERE pid = 2",
+    "SELECT MEDIAN(amount), COUNT(amount), SUM(n) FROM pay",
+    "SELECT floor(amount / 10) * 10 AS band, COUNT(*), SUM(n) FROM pay GROUP BY 1",
+]
+DUCKDB_EXTREMES = [
+    ("DECIMAL(38,0)", "HUGEINT", ["10::HUGEINT ** 37", "-(10::HUGEINT ** 37)", "7", "NULL"]),
+    ("DECIMAL(38,37)", "BIGINT", ["9.5", "-9.9999", "0.0000000000000000000000000000000000001"]),
+]
+POSTGRES_EXTREMES = [
+    ("NUMERIC", "NUMERIC", ["1e400", "-1e400", "1e-400", "'NaN'", "'Infinity'", "7", "NULL"]),
+]
+
+
+def _extreme_catalog(schema: str, amount: ColumnType, n: ColumnType) -> Catalog:
+    return build_catalog(
+        {"pay": {"pid": ColumnType.INTEGER, "amount": amount, "n": n}},
+        {
+            "pay": TablePolicy(
+                privacy_unit="pid",
+                max_rows_per_unit=2,
+                columns={
+                    "amount": ColumnPolicy(lower=-100.125, upper=100.5),
+                    "n": ColumnPolicy(lower=0.5, upper=9.75),
+                },
+            )
+        },
+        schema=schema,
+    )
+
+
+@pytest.mark.parametrize("bias_check", [False, True])
+@pytest.mark.parametrize("sql", EXTREME_QUERIES)
+@pytest.mark.parametrize(("amount", "n", "values"), DUCKDB_EXTREMES)
+def test_extreme_decimals_never_fail_on_duckdb(
+    sql: str, amount: str, n: str, values: list[str], bias_check: bool
+) -> None:
+    duck = duckdb.connect()
+    duck.execute(f"CREATE TABLE main.pay (pid BIGINT, amount {amount}, n {n})")
+    for pid, value in enumerate(values, start=1):
+        duck.execute(f"INSERT INTO main.pay VALUES ({pid}, {value}, {value})")
+    kind = ColumnType.DECIMAL
+    number = ColumnType.INTEGER if n in ("HUGEINT", "BIGINT") else ColumnType.DECIMAL
+    made = plan(
+        sql,
+        _extreme_catalog("main", kind, number),
+        PlanRequest(1.0, delta=1e-6, bias_check=bias_check),
+    )
+    assert duck.execute(made.sql).fetchall()
+
+
+@pytest.mark.parametrize("bias_check", [False, True])
+@pytest.mark.parametrize("sql", EXTREME_QUERIES)
+@pytest.mark.parametrize(("amount", "n", "values"), POSTGRES_EXTREMES)
+def test_extreme_numerics_never_fail_on_postgres(
+    sql: str, amount: str, n: str, values: list[str], bias_check: bool, pg_dsn: str, pg_schema: str
+) -> None:
+    catalog = _extreme_catalog(pg_schema, ColumnType.DECIMAL, ColumnType.DECIMAL)
+    made = plan(
+        sql, catalog, PlanRequest(1.0, dialect="postgres", delta=1e-6, bias_check=bias_check)
+    )
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f'CREATE TABLE "{pg_schema}".pay (pid BIGINT, amount {amount}, n {n})')
+        for pid, value in enumerate(values, start=1):
+            conn.execute(f'INSERT INTO "{pg_schema}".pay VALUES ({pid}, {value}, {value})')
+        assert conn.execute(made.sql).fetchall()

@@ -111,6 +111,35 @@ BY_FLOOR = reference.kept(
     lambda r: 1 if r[2] == "A" else 2,
 )
 
+
+def cut_patients() -> set[int]:
+    """Patients with more than 3 rows or more than 2 departments (tables.POLICY)."""
+    rows: dict[int, int] = {}
+    groups: dict[int, set[object]] = {}
+    for row in SAMPLE_ROWS:
+        rows[row[1]] = rows.get(row[1], 0) + 1
+        groups.setdefault(row[1], set()).add(row[2])
+    return {p for p in rows if rows[p] > 3 or len(groups[p]) > 2}
+
+
+def outside_patients(column: int, lower: float, upper: float) -> set[int]:
+    """Patients with a non-NULL value outside [lower, upper] (NaN and infinities too)."""
+    found = set()
+    for row in SAMPLE_ROWS:
+        value = row[column]
+        if value is not None and (math.isnan(value) or not lower <= value <= upper):
+            found.add(row[1])
+    return found
+
+
+def checked_first(group: str, checks: list[set[int]]) -> list[int]:
+    """Per check, its patients whose first department in key order is ``group``."""
+    first = {}
+    for row in sorted(SAMPLE_ROWS, key=lambda r: r[2]):
+        first.setdefault(row[1], row[2])
+    return [sum(1 for p in patients if first[p] == group) for patients in checks]
+
+
 # What each fixture's bounded query must return on SAMPLE_ROWS, computed independently:
 # one list of values per group present, keys first (sorted), then one total per measurement.
 # With GROUP BY, the query runs with each patient's groups in key order (in_key_order).
@@ -289,7 +318,41 @@ EXPECTED: dict[str, list[list[object]]] = {
     "subquery_join_lookup": [[3 + 2 + 2 + 1, 10 + 2 + 4 + 1]],
     # Per F patient, n = min(visits, 3 x 1 rows): patient 1 has 3, patient 3 has 1.
     "subquery_per_unit_join": [[2, 3 + 1]],
+    # Bias checks (fixtures named bias_check_*): after the measurements, per group, the
+    # patients whose first group (in key order) it is among those with rows cut (patient 1:
+    # 4 visits, 3 counted) and with a stay outside [1, 10] (patient 1: stays 0 and 12).
+    "bias_check_grouped": [
+        [
+            d,
+            reference.count_rows(BY_DEPARTMENT, lambda r, d=d: r[2] == d),
+            reference.sum_stay(BY_DEPARTMENT, lambda r, d=d: r[2] == d),
+            *checked_first(d, [cut_patients(), outside_patients(4, 1, 10)]),
+        ]
+        for d in ("A", "B")
+    ],
+    # Without GROUP BY: patient 1 is cut; patients 1 (250, -5) and 2 (NaN, inf) have costs
+    # outside [0, 100]; patient 1 has stays outside [1, 10].
+    "bias_check_total": [
+        [
+            reference.sum_cost_steps(SAMPLE_ROWS, centre=reference.COST_CENTRE),
+            reference.count_values(SAMPLE_ROWS, 3),
+            reference.sum_stay(SAMPLE_ROWS),
+            len(cut_patients()),
+            len(outside_patients(3, 0, 100)),
+            len(outside_patients(4, 1, 10)),
+        ]
+    ],
 }
+
+
+def request(name: str, dialect: str) -> PlanRequest:
+    """Fixtures named bias_check_* are planned with SET dpproxy.bias_check = on."""
+    return PlanRequest(
+        1.0,
+        dialect,  # type: ignore[arg-type]
+        delta=1e-6,
+        bias_check=name.startswith("bias_check"),
+    )
 
 
 def normalized(rows: list[tuple[object, ...]]) -> list[list[object]]:
@@ -324,8 +387,7 @@ def test_rewrite_matches_golden(name: str, dialect: str) -> None:
     path = FIXTURES / f"{name}.sql"
     sections = load(path)
     schema = "main" if dialect == "duckdb" else "public"
-    request = PlanRequest(1.0, dialect, delta=1e-6)  # type: ignore[arg-type]
-    produced = plan(sections["input"], catalog(schema), request).sql
+    produced = plan(sections["input"], catalog(schema), request(name, dialect)).sql
     if os.environ.get("DPPROXY_UPDATE_GOLDEN") == "1":
         sections[dialect] = produced
         path.write_text(
@@ -337,7 +399,7 @@ def test_rewrite_matches_golden(name: str, dialect: str) -> None:
 @pytest.mark.parametrize("name", fixture_names())
 def test_golden_runs_on_duckdb(name: str) -> None:
     sections = load(FIXTURES / f"{name}.sql")
-    made = plan(sections["input"], catalog("main"), PlanRequest(1.0, "duckdb", delta=1e-6))
+    made = plan(sections["input"], catalog("main"), request(name, "duckdb"))
     sql = in_key_order(made, sections["duckdb"])
     rows = duckdb_with(SAMPLE_ROWS).execute(sql).fetchall()
     assert normalized(rows) == sorted(EXPECTED[name], key=repr)
@@ -348,7 +410,7 @@ def test_golden_runs_on_duckdb(name: str) -> None:
 def test_golden_runs_on_postgres(name: str, pg_dsn: str, pg_schema: str) -> None:
     load_postgres(pg_dsn, pg_schema, SAMPLE_ROWS)
     sections = load(FIXTURES / f"{name}.sql")
-    made = plan(sections["input"], catalog("public"), PlanRequest(1.0, "postgres", delta=1e-6))
+    made = plan(sections["input"], catalog("public"), request(name, "postgres"))
     sql = in_key_order(made, sections["postgres"])
     with psycopg.connect(pg_dsn) as conn:
         conn.execute(f'SET search_path = "{pg_schema}"')
