@@ -109,7 +109,11 @@ def catalog(schema: str) -> Catalog:
 
 
 def duckdb_with(rows: Sequence[Row]) -> duckdb.DuckDBPyConnection:
-    conn = duckdb.connect(":memory:")
+    """An in-memory DuckDB database with the test tables and ``rows`` of visits."""
+    return _filled(duckdb.connect(":memory:"), rows)
+
+
+def _filled(conn: duckdb.DuckDBPyConnection, rows: Sequence[Row]) -> duckdb.DuckDBPyConnection:
     conn.execute(CREATE.format(schema="main"))
     for statement in SETUP:
         conn.execute(statement.format(schema="main"))
@@ -131,10 +135,5 @@ def load_postgres(dsn: str, schema: str, rows: Sequence[Row]) -> None:
 
 def duckdb_file(path: Path, rows: Sequence[Row] = SAMPLE_ROWS) -> Path:
     """A DuckDB database file at ``path`` with the test tables and ``rows`` of visits."""
-    with duckdb.connect(str(path)) as conn:
-        conn.execute(CREATE.format(schema="main"))
-        for statement in SETUP:
-            conn.execute(statement.format(schema="main"))
-        if rows:
-            conn.executemany("INSERT INTO main.visits VALUES (?, ?, ?, ?, ?)", list(rows))
+    _filled(duckdb.connect(str(path)), rows).close()
     return path
