@@ -72,10 +72,14 @@ class CacheKey:
         # How the release is assembled from the noisy totals: two queries with the same
         # bounded SQL can release them in another order or form (AVG(x), SUM(x) and
         # SUM(x), AVG(x) measure the same totals), so their answers must not be shared.
+        # (Not how the analyst spelled them: SUM(cost) and SUM(v.cost) share an answer.)
         shape = (
-            query_plan.outputs,
+            tuple(
+                (o.aggregate, o.numerator, o.denominator, o.squares, o.bounds)
+                for o in query_plan.outputs
+            ),
             tuple((k.name, k.sql_type, k.domain) for k in query_plan.keys),
-            tuple((c.spec.description, c.spec.outputs) for c in query_plan.checks),
+            tuple((c.spec.kind, c.spec.outputs) for c in query_plan.checks),
         )
         privacy = (*privacy, shape)
         return cls(analyst, query_plan.sql, query_plan.dialect, privacy)

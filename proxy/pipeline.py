@@ -477,7 +477,7 @@ def _bias_checks(query_plan: Plan, released: Release, bias_check: bool) -> str:
         )
     if bias_check:
         return (
-            f" Bias check: none applies to this query; all of its {budget} went to the answer."
+            f" Bias check: none applies to this query, so none of its {budget} went to checks."
             + blind
         )
     return ""

@@ -48,7 +48,7 @@ _DESCRIPTIONS = {
     "dpproxy.mechanism": "noise of the next answers: laplace (pure ε) or gaussian (zCDP)",
     "dpproxy.delta": "δ a query may spend on partition selection (GROUP BY keys from the data)",
     "dpproxy.report": "notice: 95% intervals in a NOTICE; columns: also <name>_ci95, <name>_bias",
-    "dpproxy.bias_check": "on: 10% of each query's ε counts persons clamped or cut (bias flags)",
+    "dpproxy.bias_check": "on: 10% of each query's ε (or ρ) counts persons clamped or cut",
     "search_path": "kept for clients; dpproxy tables are in schema public",
     "application_name": "the name the client application gave",
 }

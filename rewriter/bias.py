@@ -66,14 +66,13 @@ def check_findings(
     """Release each check's total (over all groups) and flag the aggregates it concerns."""
     if not checks:
         return Findings((), (None,) * outputs)
-    flags: list[bool | None] = [False] * outputs
+    flags: list[bool | None] = [None] * outputs  # None: no check concerns it
     sentences = []
     for check, total in zip(checks, totals, strict=True):
         sentence, flagged = check.finding(total, noise)
         sentences.append(sentence)
-        if flagged:
-            for position in check.spec.outputs:
-                flags[position] = True
+        for position in check.spec.outputs:
+            flags[position] = True if flagged else bool(flags[position])
     return Findings(tuple(sentences), tuple(flags))
 
 

@@ -390,8 +390,15 @@ def clean(expression: exp.Expr, scope: Scope) -> exp.Expr:
         bounds = info.policy.bounds
         if bounds is not None and info.type is ColumnType.INTEGER:
             low, high = math.ceil(bounds[0]), math.floor(bounds[1])
-            if low > high:  # no integer within the bounds
-                return _between_keeping_null(value, *(bound(b) for b in bounds))
+            if low > high:  # no integer within the bounds: below it, or above it
+                below = exp.LT(this=value.copy(), expression=integer(low))
+                above = exp.GTE(this=value, expression=integer(low))
+                return exp.Case(
+                    ifs=[
+                        exp.If(this=below, true=bound(bounds[0])),
+                        exp.If(this=above, true=bound(bounds[1])),
+                    ]
+                )
             # Integer bounds (rounded inwards): comparing a wide integer (HUGEINT) with a
             # fractional literal would cast it to a DECIMAL that some values overflow.
             # BIGINT: arithmetic on the value (within ±2^52 by its interval) must not

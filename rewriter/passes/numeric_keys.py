@@ -8,9 +8,11 @@ value. So:
 - every column in it must be numeric with declared bounds. It is cleaned first, as inside
   aggregates: NaN and ±infinity become NULL, values are clamped to the bounds, and real
   values tiny next to the bounds become 0 (``rewriter.underflow``). The key is computed
-  from the clamped values. A decimal column is clamped in its own type before it becomes
-  a double, because PostgreSQL cannot convert a huge numeric into a double
-  (its numeric NaN sorts above every number, so it is clamped to the upper bound);
+  from the clamped values. A decimal column is tested in its own type before it becomes
+  a double (``rewriter.sql_values``), because PostgreSQL cannot convert a numeric beyond
+  the range of a double, or below its smallest subnormal, into one: NaN, ±infinity and
+  finite decimals beyond that range become NULL (a NULL key), those closer to 0 than
+  1e-300 become 0;
 - interval arithmetic (``rewriter.intervals``) proves that no step can overflow (every
   intermediate value stays within ±2^52), that no divisor can be 0, and that no product or
   quotient can underflow;
@@ -330,7 +332,7 @@ class _Builder:
     def round(self, node: exp.Round) -> _Number:
         inner = self.number(node.this)
         decimals = node.args.get("decimals")
-        digits = 0 if decimals is None else _constantinteger(decimals)
+        digits = 0 if decimals is None else _constant_integer(decimals)
         if digits is None or abs(digits) > MAX_DIGITS:
             raise Rejected(
                 f"GROUP BY {_written(self.original)}: round(x, d) needs a constant whole "
@@ -448,7 +450,7 @@ def _extra(node: exp.Expr, *names: str) -> bool:
     return any(node.args.get(name) is not None for name in names)
 
 
-def _constantinteger(node: exp.Expr) -> int | None:
+def _constant_integer(node: exp.Expr) -> int | None:
     negative = isinstance(node, exp.Neg)
     value = node.this if negative else node
     if isinstance(value, exp.Literal) and not value.is_string and _INTEGER.fullmatch(value.this):

@@ -144,3 +144,10 @@ def test_the_same_totals_released_in_another_order_are_not_shared(pipeline: Pipe
     assert [r.decision for r in records] == [Decision.ACCEPTED, Decision.ACCEPTED]
     # Each is its own release: the average lies within cost's bounds [0, 100] in both.
     assert 0 <= float(first.rows[0][0]) <= 100 and 0 <= float(second.rows[0][1]) <= 100
+
+
+def test_the_same_query_spelled_with_a_table_alias_shares_the_answer(pipeline: Pipeline) -> None:
+    s = session(pipeline)
+    first, aliased = ask(s, SQL, "SELECT COUNT(*) AS n, SUM(v.stay) AS s FROM visits v")
+    assert aliased.rows == first.rows
+    assert "this answer was cached" in aliased.notices[0].message

@@ -194,7 +194,7 @@ def test_query_without_checks_says_so(pipeline: Pipeline) -> None:
     s = session(pipeline)
     sql = "SELECT COUNT(DISTINCT patient_id) AS persons FROM visits"
     result = run(s, "SET dpproxy.bias_check = on", sql)[1]
-    assert "Bias check: none applies to this query; all of its ε went to the answer." in (
+    assert "Bias check: none applies to this query, so none of its ε went to checks." in (
         result.notices[0].detail or ""
     )
 
@@ -238,3 +238,16 @@ def test_cache_key_tells_checked_from_unchecked_plans() -> None:
     privacy = CacheKey.of("alice", checked).privacy
     for check in checked.checks:
         assert ("check", type(check.mechanism).__name__, check.mechanism) in privacy
+
+
+def test_checked_and_not_flagged_reads_false(tmp_path: Path) -> None:
+    """No noise and SAMPLE_ROWS' one patient cut: no check reaches its threshold, so the
+    flags are false ('f'), not NULL."""
+    quiet = make_pipeline(tmp_path, ZeroNoise())
+    try:
+        s = session(quiet)
+        answer = run(s, "SET dpproxy.report = columns", "SET dpproxy.bias_check = on", SUMS)[2]
+        assert (answer.rows[0][3], answer.rows[0][5]) == ("f", "f")
+        assert "no evidence of bias" in (answer.notices[0].detail or "")
+    finally:
+        quiet.ledger.close()

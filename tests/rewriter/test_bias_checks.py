@@ -215,3 +215,22 @@ def test_without_checks_the_flags_are_unknown_unless_a_hint_fires() -> None:
     assert release.checks == ()
     # C and B have no rows: their noisy average is the centre, not near a bound.
     assert release.bias == (None, None, None)
+
+
+def test_checks_beside_partition_selection() -> None:
+    """Keys from the data: the row holds the keys, the measurements, partition selection's
+    count of persons, then the checks; the budget still adds up to the query's ε."""
+    request = PlanRequest(1.0, delta=1e-6, bias_check=True)
+    made = plan(
+        "SELECT stay, COUNT(*), SUM(cost) FROM visits GROUP BY stay", catalog("main"), request
+    )
+    assert made.selection is not None
+    assert [c.spec.kind for c in made.checks] == [CheckKind.CUT, CheckKind.CLAMPED]
+    assert made.privacy_loss() <= made.epsilon
+    assert made.privacy_loss() == pytest.approx(1.0, rel=1e-9)
+    rows = duckdb_with(ADVERSARIAL).execute(made.sql).fetchall()
+    assert all(len(r) == 1 + 2 + 1 + 2 for r in rows)
+    # Cut: patient 9 (5 rows); cost outside [0, 100]: patients 7 (1e308, -inf) and 8 (NaN).
+    assert _check_totals(rows, 2) == [1, 2]
+    release = made.release(rows, ZeroNoise())
+    assert release.checks[0].startswith("about 1 (") and release.checks[1].startswith("about 2 (")

@@ -17,6 +17,7 @@ from rewriter import (
     build_catalog,
     plan,
 )
+from tests.rewriter.noise import ZeroNoise
 from tests.rewriter.tables import Row, catalog, duckdb_with, load_postgres
 
 CATALOG = catalog("main")
@@ -166,13 +167,16 @@ EXTREME_QUERIES = [
 DUCKDB_EXTREMES = [
     ("DECIMAL(38,0)", "HUGEINT", ["10::HUGEINT ** 37", "-(10::HUGEINT ** 37)", "7", "NULL"]),
     ("DECIMAL(38,37)", "BIGINT", ["9.5", "-9.9999", "0.0000000000000000000000000000000000001"]),
+    ("DOUBLE", "HUGEINT", [f"{2**127 - 1}", f"-{2**127 - 1}", "7"]),  # n: HUGEINT's limits
 ]
 POSTGRES_EXTREMES = [
     ("NUMERIC", "NUMERIC", ["1e400", "-1e400", "1e-400", "'NaN'", "'Infinity'", "7", "NULL"]),
 ]
 
 
-def _extreme_catalog(schema: str, amount: ColumnType, n: ColumnType) -> Catalog:
+def _extreme_catalog(
+    schema: str, amount: ColumnType, n: ColumnType, n_bounds: tuple[float, float] = (0.5, 9.75)
+) -> Catalog:
     return build_catalog(
         {"pay": {"pid": ColumnType.INTEGER, "amount": amount, "n": n}},
         {
@@ -181,7 +185,7 @@ def _extreme_catalog(schema: str, amount: ColumnType, n: ColumnType) -> Catalog:
                 max_rows_per_unit=2,
                 columns={
                     "amount": ColumnPolicy(lower=-100.125, upper=100.5),
-                    "n": ColumnPolicy(lower=0.5, upper=9.75),
+                    "n": ColumnPolicy(lower=n_bounds[0], upper=n_bounds[1]),
                 },
             )
         },
@@ -189,24 +193,37 @@ def _extreme_catalog(schema: str, amount: ColumnType, n: ColumnType) -> Catalog:
     )
 
 
+def _outside(values: list[str]) -> int:
+    """Persons (one row each) whose amount lies outside [-100.125, 100.5]."""
+    numbers = [float(eval(v.replace("::HUGEINT", ""))) for v in values if v != "NULL"]  # noqa: S307
+    return sum(1 for x in numbers if not -100.125 <= x <= 100.5)
+
+
+@pytest.mark.parametrize("n_bounds", [(0.5, 9.75), (0.2, 0.8)])  # (0.2, 0.8): no integer
 @pytest.mark.parametrize("bias_check", [False, True])
 @pytest.mark.parametrize("sql", EXTREME_QUERIES)
 @pytest.mark.parametrize(("amount", "n", "values"), DUCKDB_EXTREMES)
 def test_extreme_decimals_never_fail_on_duckdb(
-    sql: str, amount: str, n: str, values: list[str], bias_check: bool
+    sql: str,
+    amount: str,
+    n: str,
+    values: list[str],
+    bias_check: bool,
+    n_bounds: tuple[float, float],
 ) -> None:
     duck = duckdb.connect()
     duck.execute(f"CREATE TABLE main.pay (pid BIGINT, amount {amount}, n {n})")
     for pid, value in enumerate(values, start=1):
         duck.execute(f"INSERT INTO main.pay VALUES ({pid}, {value}, {value})")
-    kind = ColumnType.DECIMAL
+    kind = ColumnType.FLOAT if amount == "DOUBLE" else ColumnType.DECIMAL
     number = ColumnType.INTEGER if n in ("HUGEINT", "BIGINT") else ColumnType.DECIMAL
-    made = plan(
-        sql,
-        _extreme_catalog("main", kind, number),
-        PlanRequest(1.0, delta=1e-6, bias_check=bias_check),
-    )
-    assert duck.execute(made.sql).fetchall()
+    catalog = _extreme_catalog("main", kind, number, n_bounds)
+    made = plan(sql, catalog, PlanRequest(1.0, delta=1e-6, bias_check=bias_check))
+    rows = duck.execute(made.sql).fetchall()
+    release = made.release(rows, ZeroNoise())
+    if bias_check and sql == EXTREME_QUERIES[0]:
+        (found,) = (c for c in release.checks if "pay.amount" in c)
+        assert found.startswith(f"about {_outside(values)} (")
 
 
 @pytest.mark.parametrize("bias_check", [False, True])
