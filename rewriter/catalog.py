@@ -6,6 +6,7 @@ Built by the proxy from the backend's schema (never its data) and the configurat
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
@@ -40,6 +41,16 @@ class ColumnInfo:
     name: str
     type: ColumnType
     policy: ColumnPolicy
+
+    @property
+    def whole_bounds(self) -> tuple[int, int] | None:
+        """An integer column's declared bounds rounded inwards to whole numbers: the values
+        cleaning clamps it to (lower > upper when no whole number lies within the bounds).
+        None without bounds or for a column of another type."""
+        found = self.policy.bounds
+        if found is None or self.type is not ColumnType.INTEGER:
+            return None
+        return math.ceil(found[0]), math.floor(found[1])
 
     @property
     def date_bounds(self) -> tuple[dt.date, dt.date] | None:

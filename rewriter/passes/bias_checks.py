@@ -24,13 +24,11 @@ the person's first group in the random order (always kept); the proxy adds up th
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from enum import Enum
 
 from sqlglot import exp
 
-from rewriter.catalog import ColumnType
 from rewriter.passes.measurements import MeasureKind, MeasurementSpec, OutputSpec
 from rewriter.scope import Scope, Source
 from rewriter.sql_values import as_double, in_double_range, integer, moment, number
@@ -87,8 +85,10 @@ def plan_checks(
             continue
         for column in spec.argument.find_all(exp.Column):
             identity = (column.table, column.name)
+            if identity in seen:
+                continue
             outside = _outside(column, scope)
-            if identity in seen or outside is None:
+            if outside is None:
                 continue
             seen.add(identity)
             concerned = tuple(
@@ -214,8 +214,9 @@ def _outside(column: exp.Column, scope: Scope) -> exp.Expr | None:
         return _indicator(_beyond(column.copy(), low, high))
     if bounds is None or not info.type.numeric:
         return None
-    if info.type is ColumnType.INTEGER:
-        low, high = integer(math.ceil(bounds[0])), integer(math.floor(bounds[1]))
+    whole = info.whole_bounds
+    if whole is not None:
+        low, high = (integer(b) for b in whole)
         return _indicator(_beyond(column.copy(), low, high))
     value = as_double(column, info.type)
     beyond = _beyond(value, number(bounds[0]), number(bounds[1]))

@@ -36,8 +36,6 @@ unit (windows over its groups) whether it was clamped or cut, counted once per u
 
 from __future__ import annotations
 
-import math
-
 from sqlglot import exp
 
 from rewriter.catalog import ColumnType
@@ -388,8 +386,9 @@ def clean(expression: exp.Expr, scope: Scope) -> exp.Expr:
             first, last = (moment(d, info.type) for d in dates)
             return _between_keeping_null(value, first, last)
         bounds = info.policy.bounds
-        if bounds is not None and info.type is ColumnType.INTEGER:
-            low, high = math.ceil(bounds[0]), math.floor(bounds[1])
+        whole = info.whole_bounds
+        if bounds is not None and whole is not None:
+            low, high = whole
             if low > high:  # no integer within the bounds: below it, or above it
                 below = exp.LT(this=value.copy(), expression=integer(low))
                 above = exp.GTE(this=value, expression=integer(low))

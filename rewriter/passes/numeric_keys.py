@@ -28,7 +28,6 @@ value. So:
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -179,8 +178,9 @@ def column_interval(column: exp.Column, scope: Scope) -> Interval:
     bounds = info.policy.bounds
     if bounds is None:
         raise ValueError(f"column {info.name} has no bounds")
-    if info.type is ColumnType.INTEGER:
-        return Interval(math.ceil(bounds[0]), math.floor(bounds[1]), True)
+    whole = info.whole_bounds
+    if whole is not None:
+        return Interval(*whole, True)
     return Interval(bounds[0], bounds[1], False)
 
 
@@ -298,7 +298,8 @@ class _Builder:
                 hint=f"ask an admin to declare [tables.{table}.columns.{info.name}] lower and "
                 "upper, or group by the column itself",
             )
-        if info.type is ColumnType.INTEGER and math.ceil(bounds[0]) > math.floor(bounds[1]):
+        whole = info.whole_bounds
+        if whole is not None and whole[0] > whole[1]:
             raise Rejected(
                 f"GROUP BY {written}: the bounds of {info.name} contain no whole number",
                 hint="ask an admin to fix the column's bounds",
@@ -396,9 +397,9 @@ def _cleaned(column: exp.Column, scope: Scope) -> exp.Expr:
     bounds = info.policy.bounds
     if bounds is None:
         raise ValueError(f"column {info.name} has no bounds")
-    if info.type is ColumnType.INTEGER:
-        low, high = math.ceil(bounds[0]), math.floor(bounds[1])
-        return exp.cast(_clamp(column, integer(low), integer(high)), _BIGINT)
+    whole = info.whole_bounds
+    if whole is not None:
+        return exp.cast(_clamp(column, *(integer(b) for b in whole)), _BIGINT)
     # As rewriter.passes.bound_per_unit.clean: NaN, ±infinity and decimals beyond DOUBLE's
     # range are NULL, the others cast to DOUBLE without fail (rewriter.sql_values), and
     # every cleaned value is 0 or at least the flush threshold in magnitude.
