@@ -28,11 +28,11 @@ class DpproxyApp:
         self._responders = responders
         self._background: set[asyncio.Task[object]] = set()
 
-    def scram_verifier(self, user: str) -> str | None:
+    async def scram_verifier(self, user: str) -> str | None:
         # The state store is the source of truth (the configuration only seeds it), read
         # at every login so that `dpproxy analyst add|remove|passwd` apply at once.
         try:
-            analyst = self._pipeline.ledger.analyst_now(user)
+            analyst = await self._pipeline.ledger.analyst_for_login(user)
         except AccountantError:
             logger.exception("cannot read analyst %r from the state store; login refused", user)
             return None

@@ -2,8 +2,11 @@
 
 State store calls block (and fsync, in SQLite or PostgreSQL); running them on a single
 worker thread keeps the event loop free and gives the store one connection that never
-crosses threads. Password lookups during a login (which the server makes synchronously)
-use a separate read-only connection, so they never wait behind a charge being written.
+crosses threads. Password lookups during a login and the answer cache's epoch use a
+separate read-only connection on a second thread, so they never wait behind a charge
+being written, and a state store that is slow or unreachable stalls only the login or
+query waiting for it, never the event loop (other sessions, cancel requests, TLS
+handshakes).
 """
 
 from __future__ import annotations
@@ -36,12 +39,14 @@ T = TypeVar("T")
 class AsyncLedger:
     def __init__(self, location: StateLocation) -> None:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dpproxy-ledger")
+        self._reads = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dpproxy-reader")
         self._store: StateStore = self._executor.submit(StateStore.open, location).result()
         try:
             self._reader = StateReader(location)
         except BaseException:
             self._executor.submit(self._store.close).result()
             self._executor.shutdown(wait=True)
+            self._reads.shutdown(wait=True)
             raise
         # The records of cached answers are frequent: concurrent sessions share commits.
         self._cached: GroupWriter[CachedAttempt, AuditRecord] = GroupWriter(
@@ -90,9 +95,12 @@ class AsyncLedger:
         entry = CachedAttempt(attempt, reason, rows, duration_ms, budget)
         return await self._cached.write(entry)
 
-    def answer_cache_epoch(self) -> int:
-        """The admin's answer-cache epoch, from the read-only connection (never waits)."""
-        return self._reader.answer_cache_epoch()
+    async def answer_cache_epoch(self) -> int:
+        """The admin's answer-cache epoch, from the read-only connection (never behind a
+        charge being written)."""
+        return await asyncio.get_running_loop().run_in_executor(
+            self._reads, self._reader.answer_cache_epoch
+        )
 
     async def remaining(self, analyst: str, budget: AnalystBudget | None = None) -> Epsilon:
         return await self._call(lambda: self._store.remaining(analyst, budget))
@@ -101,9 +109,12 @@ class AsyncLedger:
         """The analyst as stored now (None if unknown or removed)."""
         return await self._call(lambda: self._store.analyst(name))
 
-    def analyst_now(self, name: str) -> StoredAnalyst | None:
-        """The same, synchronously, from the read-only connection (for logins)."""
-        return self._reader.analyst(name)
+    async def analyst_for_login(self, name: str) -> StoredAnalyst | None:
+        """The same, from the read-only connection: a login never waits behind a charge
+        being written."""
+        return await asyncio.get_running_loop().run_in_executor(
+            self._reads, lambda: self._reader.analyst(name)
+        )
 
     async def records(self, analyst: str, decisions: tuple[Decision, ...]) -> list[AuditRecord]:
         return await self._call(
@@ -119,6 +130,7 @@ class AsyncLedger:
         return self._executor.submit(self._store.analysts).result()
 
     def close(self) -> None:
+        self._reads.shutdown(wait=True)
         self._reader.close()
         self._executor.submit(self._store.close).result()
         self._executor.shutdown(wait=True)

@@ -214,7 +214,7 @@ class Pipeline:
         key = CacheKey.of(asker.analyst, query_plan)
         version = None
         if self.answers is not None and self.answers.enabled:
-            version = self.answers.version(self.ledger.answer_cache_epoch())
+            version = self.answers.version(await self.ledger.answer_cache_epoch())
             hit = self.answers.get(key, version)
             if hit is not None:
                 return await self._cached(

@@ -123,8 +123,9 @@ class Session(Protocol):
 class Application(Protocol):
     """What the server needs from the rest of dpproxy."""
 
-    def scram_verifier(self, user: str) -> str | None:
-        """The stored SCRAM-SHA-256 verifier for ``user``, or None if unknown."""
+    async def scram_verifier(self, user: str) -> str | None:
+        """The stored SCRAM-SHA-256 verifier for ``user``, or None if unknown. Awaited, so
+        that a slow lookup stalls only this login."""
         ...
 
     def server_parameters(self) -> dict[str, str]:

@@ -414,7 +414,7 @@ class _Connection:
         return session
 
     async def authenticate(self, client: ClientInfo) -> bool:
-        verifier = self.app.scram_verifier(client.user)
+        verifier = await self.app.scram_verifier(client.user)
         try:
             exchange = ScramExchange(verifier, user=client.user)
         except InvalidVerifier as exc:

@@ -194,3 +194,58 @@ def test_admin_commands_on_the_shared_store_reach_both_servers(
     assert admin(shared.config, "audit", "verify").startswith("audit log intact")
     checked = admin(shared.config, "config", "check")
     assert f"(schema {shared.state.schema})" in checked and "password" not in checked
+
+
+def lookups_waiting(shared: Shared) -> int:
+    """The state store connections waiting for a lock."""
+    with psycopg.connect(shared.state.dsn) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE application_name = %s AND wait_event_type = 'Lock'",
+            (shared.application,),
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_a_login_waiting_on_the_state_store_stalls_no_other_session(shared: Shared) -> None:
+    """A login reads its analyst from the state store; while that read waits (here on a
+    table lock, as it would on a slow or unreachable PostgreSQL), the server goes on
+    serving the sessions already open."""
+    server = start(shared.config)
+    answers: dict[str, object] = {}
+
+    def login() -> None:
+        try:
+            with psycopg.connect(server.dsn("alice"), autocommit=True) as alice:
+                answers["alice"] = alice.execute("SHOW dpproxy.epsilon").fetchone()
+        except psycopg.Error as exc:
+            answers["alice"] = exc
+
+    try:
+        with (
+            psycopg.connect(server.dsn("bob"), autocommit=True) as bob,
+            psycopg.connect(shared.state.dsn, autocommit=True) as blocker,
+        ):
+            blocker.execute("BEGIN")
+            blocker.execute(
+                sql.SQL("LOCK TABLE {}.analysts IN ACCESS EXCLUSIVE MODE").format(
+                    sql.Identifier(shared.state.schema)
+                )
+            )
+            thread = threading.Thread(target=login)
+            thread.start()
+            deadline = time.monotonic() + 10
+            while lookups_waiting(shared) == 0 and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert lookups_waiting(shared) == 1  # alice's login waits for the lock
+            assert bob.execute("SHOW dpproxy.epsilon").fetchone() is not None
+            # bob was answered while alice's lookup was still waiting (the lock times out
+            # after 5 s: a blocked event loop would have answered bob only after it)
+            assert lookups_waiting(shared) == 1
+            assert thread.is_alive()
+            blocker.execute("ROLLBACK")
+        thread.join(timeout=30)
+        assert answers["alice"] is not None and not isinstance(answers["alice"], Exception)
+    finally:
+        assert "Traceback" not in server.stop()

@@ -134,7 +134,7 @@ class FakeApp:
         self.closed = 0
         self.sleeping = threading.Event()
 
-    def scram_verifier(self, user: str) -> str | None:
+    async def scram_verifier(self, user: str) -> str | None:
         return self.verifiers.get(user)
 
     def server_parameters(self) -> dict[str, str]:
