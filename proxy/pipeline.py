@@ -44,7 +44,9 @@ from proxy.postprocess import (
 from proxy.seam import ColumnDescription, Notice, QueryError, StatementResult
 from proxy.sqlstate import (
     CONFIGURATION_LIMIT_EXCEEDED,
+    CONNECTION_FAILURE,
     INTERNAL_ERROR,
+    INVALID_PARAMETER_VALUE,
     QUERY_CANCELED,
     sqlstate_for,
 )
@@ -59,6 +61,7 @@ from rewriter import (
     plan,
 )
 from rewriter.bias import CHECK_SHARE
+from rewriter.passes.constants import Constant, evaluation_sql
 
 logger = logging.getLogger("dpproxy.pipeline")
 
@@ -190,8 +193,49 @@ class Pipeline:
             attempt = Attempt(analyst=asker.analyst, client_address=asker.address, sql=sql)
             await self.ledger.refuse(attempt, Decision.REJECTED, rejection.message, asker.budget)
             raise QueryError(rejection.sqlstate, rejection.message, hint=rejection.hint) from None
+        if made.constants:
+            await self._evaluate_constants(asker, sql, made.constants)
         self.plans.put(sql, request, made)
         return made
+
+    async def _evaluate_constants(
+        self, asker: Asker, sql: str, found: tuple[Constant, ...]
+    ) -> None:
+        """Compute the query's constant expressions on their own (they read no table):
+        DuckDB fails on a constant it cannot compute only on the rows that evaluate it, which
+        would reveal whether such rows exist. A constant that fails refuses the query, free,
+        before anything is charged (``rewriter.passes.constants``)."""
+        try:
+            await self.backend.fetch_all(evaluation_sql(found), CancelToken())
+            return
+        except BackendError as error:
+            logger.info("a constant of a query of %s cannot be computed: %s", asker.analyst, error)
+        failing = None
+        for constant in found:
+            try:
+                await self.backend.fetch_all(evaluation_sql((constant,)), CancelToken())
+            except BackendError:
+                failing = constant
+                break
+        try:
+            await self.backend.fetch_all("SELECT 1", CancelToken())
+        except BackendError:
+            failing = None
+        if failing is None:
+            raise QueryError(
+                CONNECTION_FAILURE,
+                "the database could not evaluate the query's constants; nothing was charged",
+                hint="try again; if it keeps failing, ask an admin to look at the dpproxy log",
+            )
+        message = f"the constant {failing.written} cannot be computed by the database"
+        attempt = Attempt(analyst=asker.analyst, client_address=asker.address, sql=sql)
+        await self.ledger.refuse(attempt, Decision.REJECTED, message, asker.budget)
+        raise QueryError(
+            INVALID_PARAMETER_VALUE,
+            message,
+            hint="fix or remove it: a value out of its type's range, a text that is not a "
+            "number or a date, or arithmetic that overflows",
+        )
 
     async def answer(
         self,

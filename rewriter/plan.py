@@ -22,6 +22,7 @@ from rewriter.bias import Check, average_hints, check_findings, combined
 from rewriter.mechanisms import DiscreteGaussian, DiscreteLaplace, NoiseSource
 from rewriter.partition_selection import PartitionSelection
 from rewriter.passes.aggregates import Aggregate
+from rewriter.passes.constants import Constant
 from rewriter.passes.group_keys import DomainValue, GroupKey, domain_cells
 from rewriter.passes.measurements import MeasurementSpec, OutputSpec
 from rewriter.quantile_selection import QuantileSelection
@@ -86,6 +87,9 @@ class Plan:
     checks: tuple[Check, ...] = ()
     #: With bias checks asked for: what they cannot see in this query (for the NOTICE).
     unchecked: tuple[str, ...] = ()
+    #: The constant expressions of ``sql``: the proxy evaluates them on their own before
+    #: charging and refuses the query if one fails (``rewriter.passes.constants``).
+    constants: tuple[Constant, ...] = ()
 
     @property
     def gaussian(self) -> bool:

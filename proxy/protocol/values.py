@@ -98,7 +98,7 @@ _FLOAT4 = struct.Struct("!f")
 _FLOAT8 = struct.Struct("!d")
 _INT32 = struct.Struct("!i")
 _INT64 = struct.Struct("!q")
-_NUMERIC_HEADER = struct.Struct("!hhHH")
+_NUMERIC_HEADER = struct.Struct("!HhHH")  # ndigits, weight, sign, dscale
 _EPOCH = dt.date(2000, 1, 1)
 _EPOCH_DATETIME = dt.datetime(2000, 1, 1)  # noqa: DTZ001 (PostgreSQL's epoch, naive by definition)
 _NUMERIC_POS = 0x0000
@@ -106,6 +106,8 @@ _NUMERIC_NEG = 0x4000
 _NUMERIC_NAN = 0xC000
 _NUMERIC_PINF = 0xD000
 _NUMERIC_NINF = 0xF000
+_NUMERIC_DSCALE_MASK = 0x3FFF
+_NUMERIC_BASE = 10000
 _TRUE = frozenset({"t", "true", "y", "yes", "on", "1"})
 _FALSE = frozenset({"f", "false", "n", "no", "off", "0"})
 
@@ -282,22 +284,40 @@ def _decode_binary(oid: int, data: bytes) -> Value:
 
 
 def _numeric_from_binary(data: bytes) -> Decimal:
+    """PostgreSQL's ``numeric_recv``: a header of ndigits (uint16), weight (int16), sign and
+    dscale (uint16), then ndigits base-10000 digits, the first worth 10000**weight. Digits
+    below the dscale-th decimal place are truncated away, as PostgreSQL does; the result
+    keeps exactly dscale decimal places (``123.4500`` stays ``123.4500``) and is exact at
+    any size (PostgreSQL's format reaches 10**131072)."""
     ndigits, weight, sign, dscale = _NUMERIC_HEADER.unpack_from(data, 0)
-    if len(data) != 8 + 2 * ndigits or ndigits < 0:
+    if len(data) != _NUMERIC_HEADER.size + 2 * ndigits:
         raise ValueError("numeric length mismatch")
+    if sign not in (_NUMERIC_POS, _NUMERIC_NEG, _NUMERIC_NAN, _NUMERIC_PINF, _NUMERIC_NINF):
+        raise _bad_numeric("sign")
+    if dscale & ~_NUMERIC_DSCALE_MASK:
+        raise _bad_numeric("scale")
+    digits = struct.unpack_from(f"!{ndigits}H", data, _NUMERIC_HEADER.size)
+    if any(d >= _NUMERIC_BASE for d in digits):
+        raise _bad_numeric("digit")
     if sign == _NUMERIC_NAN:
         return Decimal("NaN")
     if sign in (_NUMERIC_PINF, _NUMERIC_NINF):
         return Decimal("Infinity") if sign == _NUMERIC_PINF else Decimal("-Infinity")
-    if sign not in (_NUMERIC_POS, _NUMERIC_NEG) or dscale & 0xC000:
-        raise ValueError("bad numeric sign")
-    digits = struct.unpack_from(f"!{ndigits}H", data, 8)
-    if any(d > 9999 for d in digits):
-        raise ValueError("bad numeric digit")
-    text = "".join(f"{d:04d}" for d in digits) or "0"
-    exponent = 4 * (weight + 1 - ndigits)
-    value = Decimal(f"{'-' if sign == _NUMERIC_NEG else ''}{text}E{exponent}")
-    return value.quantize(Decimal(1).scaleb(-dscale)) if dscale <= 1000 else value
+    text = "".join(f"{d:04d}" for d in digits)
+    # text[i] is worth 10**(4 * (weight + 1) - 1 - i): keep the digits worth 10**-dscale or more.
+    kept = max(0, 4 * (weight + 1) + dscale)
+    text = text[:kept] if kept <= len(text) else text + "0" * (kept - len(text))
+    negative = sign == _NUMERIC_NEG and text.strip("0") != ""  # -0 is 0, as in PostgreSQL
+    # Decimal() from a string is exact whatever the context's precision (no rounding).
+    return Decimal(f"{'-' if negative else ''}{text or '0'}E-{dscale}")
+
+
+def _bad_numeric(part: str) -> ValueFormatError:
+    return ValueFormatError(
+        INVALID_BINARY_REPRESENTATION,
+        f'invalid {part} in external "numeric" value; the client\'s binary numeric encoder '
+        "sent a malformed value: send the parameter as text instead",
+    )
 
 
 # ---------------------------------------------------------------------------------------

@@ -116,6 +116,7 @@ def find_aggregates(
         order = shape.order.copy()
         for ordered in order.expressions:
             target = ordered.this
+            _check_order_constant(target, len(shape.select))
             if isinstance(target, exp.Literal) or (
                 isinstance(target, exp.Column)
                 and not target.table
@@ -126,8 +127,7 @@ def find_aggregates(
             if replaced is not None:
                 ordered.set("this", replaced)
     for bound, clause in ((shape.limit, "LIMIT"), (shape.offset, "OFFSET")):
-        if bound is not None and not (isinstance(bound, exp.Literal) and bound.is_int):
-            raise Rejected(f"{clause} takes a whole number")
+        _check_row_count(bound, clause)
     post = PostQuery(
         select=tuple(select),
         having=rewrite(shape.having, "HAVING"),
@@ -141,6 +141,51 @@ def find_aggregates(
             hint="add COUNT(*), SUM(col) or AVG(col)",
         )
     return tuple(found.values()), post
+
+
+# LIMIT and OFFSET are bigints in PostgreSQL and in the post-processing DuckDB (measured:
+# DuckDB 2.0 runs LIMIT/OFFSET 2^63-1 and fails on 2^63 with a conversion error).
+MAX_ROW_COUNT = 2**63 - 1
+
+
+def _check_row_count(bound: exp.Expr | None, clause: str) -> None:
+    """LIMIT / OFFSET must be a whole-number literal that post-processing can run: checked
+    here, for free, rather than failing on the released rows after the charge."""
+    if bound is None:
+        return
+    if not (isinstance(bound, exp.Literal) and bound.is_int):
+        raise Rejected(f"{clause} takes a whole number")
+    if int(bound.this) > MAX_ROW_COUNT:
+        raise Rejected(
+            f"{clause} {bound.this} is out of range: it is a bigint, at most {MAX_ROW_COUNT}",
+            sqlstate="22003",
+            hint="remove the LIMIT to return every row"
+            if clause == "LIMIT"
+            else f"write an OFFSET of at most {MAX_ROW_COUNT}: one beyond the rows returns none",
+        )
+
+
+def _check_order_constant(target: exp.Expr, items: int) -> None:
+    """A constant in ORDER BY is a select-list position, as in PostgreSQL: a whole number
+    from 1 to the number of items, never another constant (DuckDB fails on those only
+    when post-processing, after the charge)."""
+    negated = isinstance(target, exp.Neg)
+    constant = target.this if negated else target
+    if isinstance(constant, exp.Literal) and not constant.is_string and constant.is_int:
+        position = -int(constant.this) if negated else int(constant.this)
+        if not 1 <= position <= items:
+            raise Rejected(
+                f"ORDER BY position {position} is not in select list",
+                sqlstate="42P10",
+                hint=f"the select list has {items} item{'s' if items > 1 else ''}: "
+                f"order by a position from 1 to {items}, an output name or an expression",
+            )
+    elif isinstance(constant, (exp.Literal, exp.Null, exp.Boolean)):
+        raise Rejected(
+            "non-integer constant in ORDER BY",
+            sqlstate="42601",
+            hint="order by a select-list position (ORDER BY 2), an output name or an expression",
+        )
 
 
 def output_name(item: exp.Expr) -> str:

@@ -8,16 +8,26 @@ to compare it with ``5``, and fail on the first non-numeric value). Literals may
 freely: whether they fit does not depend on the data.
 
 Arithmetic on raw column values (WHERE, GROUP BY, FILTER, COUNT arguments, conditions) is
-refused too: it could overflow for one particular value. Inside SUM/AVG/… values, columns
-are first clamped to their declared bounds and every intermediate result is bounded by
-interval arithmetic (rewriter.intervals), so arithmetic there cannot overflow.
+refused too (``abs`` included: the smallest integer has no absolute value): it could
+overflow for one particular value. Inside SUM/AVG/… values, columns are first clamped to
+their declared bounds and every intermediate result is bounded by interval arithmetic
+(rewriter.intervals), so arithmetic there cannot overflow.
+
+Function arguments that an engine checks only when it calls the function, on the rows
+that reach it, must be constants checked here: ``substring``'s start and length, the
+unit of ``date_trunc``, the digits of ``round`` and ``LIKE`` patterns (a pattern ending
+in its escape character fails on PostgreSQL only on the values that match up to it).
+Constant expressions themselves (``CAST('x' AS INTEGER)``) are evaluated before the query
+runs (``rewriter.passes.constants``).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import decimal
 import math
 import re
+import sys
 
 from sqlglot import exp
 
@@ -88,8 +98,25 @@ def value_kind(node: exp.Expr, scope: Scope, where: str) -> str:
     return _kind(node, scope, where, raw=where not in VALUE_CONTEXTS)
 
 
+#: date_trunc units: the same on both engines (decades, centuries and millennia begin on
+#: different years on DuckDB and PostgreSQL).
+TRUNC_UNITS = {
+    **dict.fromkeys(("SECOND", "SECONDS", "SEC", "SECS"), "SECOND"),
+    **dict.fromkeys(("MINUTE", "MINUTES", "MIN", "MINS"), "MINUTE"),
+    **dict.fromkeys(("HOUR", "HOURS", "HR", "HRS"), "HOUR"),
+    **dict.fromkeys(("DAY", "DAYS"), "DAY"),
+    **dict.fromkeys(("WEEK", "WEEKS"), "WEEK"),
+    **dict.fromkeys(("MONTH", "MONTHS", "MON", "MONS"), "MONTH"),
+    **dict.fromkeys(("QUARTER", "QUARTERS", "QTR"), "QUARTER"),
+    **dict.fromkeys(("YEAR", "YEARS", "YR", "YRS"), "YEAR"),
+}
+MAX_ROUND_DIGITS = 15  # round(x, d): |d| at most this (10^d is an exact double)
+_MAX_INT4 = 2**31 - 1
+
+
 def _kind(node: exp.Expr, scope: Scope, where: str, *, raw: bool = True) -> str:
-    if raw and isinstance(node, (*_ARITHMETIC, exp.Neg)) and node.find(exp.Column):
+    _constant_arguments(node, where)
+    if raw and isinstance(node, (*_ARITHMETIC, exp.Neg, exp.Abs)) and node.find(exp.Column):
         raise Rejected(
             f"{node.sql(dialect='postgres')} in {where}: arithmetic on a column's raw values "
             "could overflow for one particular value, and the error would reveal it",
@@ -114,6 +141,8 @@ def _kind(node: exp.Expr, scope: Scope, where: str, *, raw: bool = True) -> str:
     if isinstance(node, exp.Column):
         return _COLUMN_KINDS[scope.info(node).type]
     if isinstance(node, exp.Literal):
+        if raw and not node.is_string:  # values inside aggregates: rewriter.intervals
+            _number_in_range(node, where)
         return LITERAL_TEXT if node.is_string else NUMBER
     if isinstance(node, exp.Null):
         return NULL
@@ -153,6 +182,104 @@ def _kind(node: exp.Expr, scope: Scope, where: str, *, raw: bool = True) -> str:
     if isinstance(node, (exp.DateTrunc, exp.TimestampTrunc)):
         return TIME
     return OTHER
+
+
+def _constant_arguments(node: exp.Expr, where: str) -> None:
+    """Raise Rejected if an argument that an engine validates only when it calls the
+    function (so only on the rows that reach it) is not a constant that is valid."""
+    written = node.sql(dialect="postgres") if isinstance(node, _CHECKED_ARGUMENTS) else ""
+    if isinstance(node, exp.Substring):
+        start, length = node.args.get("start"), node.args.get("length")
+        for value, least in ((start, -_MAX_INT4), (length, 0)):
+            if value is not None and _constant_integer(value, least, _MAX_INT4) is None:
+                raise Rejected(
+                    f"{written} in {where}: substring needs constant whole numbers for its "
+                    "start and length (a length of 0 or more); other values could fail on "
+                    "some rows only, and the error would reveal them",
+                    hint="for example substring(zip3, 1, 2)",
+                )
+    elif isinstance(node, (exp.DateTrunc, exp.TimestampTrunc)):
+        unit = node.args.get("unit")
+        if (
+            not isinstance(unit, (exp.Var, exp.Literal))
+            or unit.name.upper() not in TRUNC_UNITS
+            or node.args.get("zone") is not None
+        ):
+            raise Rejected(
+                f"{written} in {where}: date_trunc needs a constant unit of second, minute, "
+                "hour, day, week, month, quarter or year",
+                hint="for example date_trunc('month', visit_date)",
+            )
+    elif isinstance(node, exp.Round):
+        digits = node.args.get("decimals")
+        bound = MAX_ROUND_DIGITS
+        if digits is not None and _constant_integer(digits, -bound, bound) is None:
+            raise Rejected(
+                f"{written} in {where}: round(x, d) needs a constant whole number d from "
+                f"-{bound} to {bound}",
+                hint="for example round(cost, 1)",
+            )
+    elif isinstance(node, (exp.Like, exp.ILike)):
+        pattern = node.expression
+        if not (isinstance(pattern, exp.Literal) and pattern.is_string):
+            raise Rejected(
+                f"{written} in {where}: the pattern of LIKE must be a quoted text; a pattern "
+                "computed from the data could be invalid on some rows only, and the error "
+                "would reveal them",
+                hint="for example diagnosis LIKE 'I1%'",
+            )
+        trailing = len(pattern.name) - len(pattern.name.rstrip("\\"))
+        if trailing % 2:
+            raise Rejected(
+                f"{written} in {where}: the pattern ends with the escape character \\",
+                hint="double it to match a backslash: LIKE 'a\\\\'",
+            )
+
+
+_CHECKED_ARGUMENTS = (
+    exp.Substring,
+    exp.DateTrunc,
+    exp.TimestampTrunc,
+    exp.Round,
+    exp.Like,
+    exp.ILike,
+)
+
+
+def _number_in_range(node: exp.Literal, where: str) -> None:
+    """A number that every engine reads and compares as it is: an integer below 10^18
+    (DuckDB casts a longer one to the type of the column it is compared with, or makes it
+    a BIGNUM, on the first row compared with it, and that can fail), otherwise a finite
+    DOUBLE that is 0 or at least the smallest normal one."""
+    text = node.this
+    try:
+        value = decimal.Decimal(text)
+    except decimal.InvalidOperation:
+        value = decimal.Decimal("NaN")
+    if value.is_finite():
+        if node.is_int:
+            if abs(value) < 10**18:
+                return
+        else:
+            real = float(value)
+            if math.isfinite(real) and (value == 0 or abs(real) >= sys.float_info.min):
+                return
+    raise Rejected(
+        f"the number {text[:40]}{'…' if len(text) > 40 else ''} in {where} is out of the "
+        "range the database compares exactly, and comparing it could fail on some rows only",
+        hint="use integers of up to 18 digits (write larger ones as 1.5e20) and other "
+        "numbers between 1e-307 and 1e308 in size",
+    )
+
+
+def _constant_integer(node: exp.Expr, least: int, most: int) -> int | None:
+    """The whole number a literal (or a negated one) spells, if within [least, most]."""
+    negative = isinstance(node, exp.Neg)
+    literal = node.this if negative else node
+    if not (isinstance(literal, exp.Literal) and literal.is_int):
+        return None
+    value = -int(literal.this) if negative else int(literal.this)
+    return value if least <= value <= most else None
 
 
 def _cast(node: exp.Cast, scope: Scope, where: str) -> str:

@@ -52,6 +52,7 @@ from sqlglot import exp
 from rewriter.catalog import ColumnType
 from rewriter.errors import Rejected
 from rewriter.passes.check_predicate import check_predicate
+from rewriter.passes.check_types import TRUNC_UNITS
 from rewriter.passes.numeric_keys import (
     Unknown,
     case_values,
@@ -85,16 +86,6 @@ _DATE_FIELDS = frozenset(
     | {"CENTURY", "MILLENNIUM"}
 )
 _TIME_FIELDS = frozenset({"HOUR", "MINUTE"})
-_TRUNC_UNITS = {
-    **dict.fromkeys(("SECOND", "SECONDS", "SEC", "SECS"), "SECOND"),
-    **dict.fromkeys(("MINUTE", "MINUTES", "MIN", "MINS"), "MINUTE"),
-    **dict.fromkeys(("HOUR", "HOURS", "HR", "HRS"), "HOUR"),
-    **dict.fromkeys(("DAY", "DAYS"), "DAY"),
-    **dict.fromkeys(("WEEK", "WEEKS"), "WEEK"),
-    **dict.fromkeys(("MONTH", "MONTHS", "MON", "MONS"), "MONTH"),
-    **dict.fromkeys(("QUARTER", "QUARTERS", "QTR"), "QUARTER"),
-    **dict.fromkeys(("YEAR", "YEARS", "YR", "YRS"), "YEAR"),
-}
 #: Dates and timestamps a client library can represent (years 1 to 9999).
 _RANGES = {
     ColumnType.DATE: ("0001-01-01", "9999-12-31"),
@@ -276,7 +267,7 @@ class _Keys:
 
     def truncated(self, node: exp.Expr) -> _Key:
         unit_node = node.args.get("unit")
-        unit = _TRUNC_UNITS.get(unit_node.name.upper()) if unit_node is not None else None
+        unit = TRUNC_UNITS.get(unit_node.name.upper()) if unit_node is not None else None
         if unit is None or node.args.get("zone") is not None:
             raise Rejected(
                 f"GROUP BY {self.original.sql(dialect='postgres')}: date_trunc needs a "

@@ -38,13 +38,14 @@ from rewriter.catalog import ColumnType
 from rewriter.errors import Rejected
 from rewriter.intervals import Interval, interval_of
 from rewriter.passes.check_predicate import check_predicate
+from rewriter.passes.check_types import MAX_ROUND_DIGITS
 from rewriter.scope import Scope
 from rewriter.sql_values import as_double, in_double_range, integer, number
 from rewriter.underflow import flushed_bounds
 
 #: Nodes that compute on numbers: a key with one of them over a column is a numeric key.
 COMPUTING = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Neg, exp.Floor, exp.Ceil, exp.Round, exp.Abs)
-MAX_DIGITS = 15  # round(x, d): |d| at most this (10^d is an exact double)
+MAX_DIGITS = MAX_ROUND_DIGITS
 MAX_KEY_SQL = 50_000  # characters of one key's SQL
 _INTEGER = re.compile(r"\d+")
 _DOUBLE = exp.DataType.Type.DOUBLE

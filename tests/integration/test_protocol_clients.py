@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import subprocess
+from decimal import Decimal
 from pathlib import Path
 
 import psycopg
@@ -68,6 +69,26 @@ def test_psycopg_typed_parameters(server: RunningServer) -> None:
     assert audited_sql(server)[-1].endswith(
         "length_of_stay >= 2 AND cost < 1000000000.0 AND department <> 'O''Brien'"
     )
+
+
+def test_psycopg_numeric_parameters_of_any_size(server: RunningServer) -> None:
+    # Python ints beyond bigint and Decimals go as binary NUMERIC: 10**28 and more used to
+    # fail with an internal error (the decoder rounded to Python's 28-digit context).
+    sql = "SELECT COUNT(*) FROM visits WHERE cost > %b AND cost > %b AND cost <> %b"
+    numbers: list[int | Decimal] = [-(10**17), Decimal("1e-100"), Decimal("123.4500")]
+    with psycopg.connect(server.dsn("alice"), autocommit=True) as conn:
+        row = conn.execute(sql, numbers).fetchone()
+        assert row is not None
+        plausible(row[0])
+        shown = [f"{Decimal(n):f}" for n in numbers]
+        assert audited_sql(server)[-1].endswith(
+            f"cost > {shown[0]} AND cost > {shown[1]} AND cost <> {shown[2]}"
+        )
+        # Decoded exactly, then refused for free: DuckDB could fail comparing such a
+        # number on some rows only (docs/sql.md, "Expressions never fail on particular rows").
+        for huge in (10**28, -(10**100)):
+            with pytest.raises(psycopg.errors.FeatureNotSupported, match="out of the range"):
+                conn.execute("SELECT COUNT(*) FROM visits WHERE cost > %b", [huge])
 
 
 def test_psycopg_pipeline(server: RunningServer) -> None:

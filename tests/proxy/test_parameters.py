@@ -139,6 +139,69 @@ def test_numeric_binary_round_trip(number: Decimal) -> None:
     assert values.decode_parameter(values.NUMERIC, encoded, 1) == number
 
 
+def numeric_bytes(weight: int, sign: int, dscale: int, digits: list[int]) -> bytes:
+    """PostgreSQL's binary numeric: ndigits, weight, sign, dscale, base-10000 digits."""
+    header = struct.pack("!HhHH", len(digits), weight, sign, dscale)
+    return header + struct.pack(f"!{len(digits)}H", *digits)
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (numeric_bytes(7, 0x0000, 0, [1]), "1" + "0" * 28),  # 10**28: beyond 28 digits
+        (numeric_bytes(25, 0x0000, 0, [1]), "1" + "0" * 100),  # 10**100
+        (numeric_bytes(25, 0x4000, 0, [1]), "-1" + "0" * 100),
+        (numeric_bytes(-25, 0x0000, 100, [1]), "0." + "0" * 99 + "1"),  # 1e-100
+        (numeric_bytes(0, 0x0000, 4, [123, 4500]), "123.4500"),  # dscale keeps the zeros
+        (numeric_bytes(0, 0x4000, 2, [1, 2500]), "-1.25"),
+        (numeric_bytes(2, 0x0000, 0, [12, 3456, 7890]), "1234567890"),
+        (numeric_bytes(1, 0x0000, 0, [12, 3456, 7890]), "123456"),  # 123456.789 at scale 0
+        (numeric_bytes(0, 0x0000, 1, [1, 5999]), "1.5"),  # hidden digits truncated, not rounded
+        (numeric_bytes(0, 0x4000, 0, [0, 9999]), "0"),  # -0.9999 at scale 0 is 0, not -0
+        (numeric_bytes(0, 0x0000, 3, []), "0.000"),
+        (numeric_bytes(-1, 0x0000, 0, [5000]), "0"),
+        (numeric_bytes(32767, 0x0000, 0, [9999]), "9999" + "0" * 4 * 32767),  # largest weight
+        (numeric_bytes(-32768, 0x0000, 16383, [1]), "0." + "0" * 16383),  # smallest weight
+        (numeric_bytes(0, 0xC000, 0, []), "NaN"),
+        (numeric_bytes(0, 0xD000, 0, []), "Infinity"),
+        (numeric_bytes(0, 0xF000, 0, []), "-Infinity"),
+    ],
+)
+def test_every_binary_numeric_decodes_exactly(data: bytes, expected: str) -> None:
+    value = values.decode_parameter(values.NUMERIC, data, 1)
+    assert isinstance(value, Decimal)
+    shown = format(value, "f") if value.is_finite() else str(value)
+    assert shown == expected
+
+
+@pytest.mark.parametrize(
+    ("data", "words"),
+    [
+        (numeric_bytes(0, 0x1234, 0, []), "invalid sign"),
+        (numeric_bytes(0, 0x0000, 0x4000, []), "invalid scale"),
+        (numeric_bytes(0, 0xC000, 0x4000, []), "invalid scale"),
+        (numeric_bytes(0, 0x0000, 0, [10000]), "invalid digit"),
+        (numeric_bytes(0, 0x0000, 0, [1])[:-1], "incorrect binary data"),
+        (b"\x00\x01", "incorrect binary data"),
+    ],
+)
+def test_malformed_binary_numerics_are_refused(data: bytes, words: str) -> None:
+    with pytest.raises(QueryError) as caught:
+        bind("SELECT $1", [values.NUMERIC], [data], [1])
+    assert caught.value.sqlstate == "22P03"
+    assert caught.value.message.startswith("parameter $1: ") and words in caught.value.message
+
+
+@pytest.mark.parametrize(
+    "number",
+    [Decimal(10**28), Decimal(10**100), Decimal(-(10**100)), Decimal("1e-100"),
+     Decimal("123.4500"), Decimal("-0.001"), Decimal("9" * 60 + "." + "9" * 40)],
+)  # fmt: skip
+def test_large_numerics_bind_as_exact_literals(number: Decimal) -> None:
+    encoded = values.encode_binary(values.NUMERIC, str(number))
+    assert bind("SELECT $1", [values.NUMERIC], [encoded], [1]) == f"SELECT {number:f}"
+
+
 @given(st.floats(allow_nan=False))
 def test_float8_binary_round_trip(number: float) -> None:
     encoded = values.encode_binary(values.FLOAT8, repr(number))

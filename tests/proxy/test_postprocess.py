@@ -30,6 +30,18 @@ def test_having_order_limit_and_names() -> None:
     assert rows == [("A", "3", "10")]
 
 
+def test_the_largest_limit_and_offset_run() -> None:
+    # LIMIT/OFFSET are bigints: 2^63-1 runs in DuckDB; beyond it the rewriter rejects them.
+    grouped = "SELECT department, COUNT(*) FROM visits GROUP BY department"
+    exact: list[tuple[object, ...]] = [("A", 3), ("B", 2)]
+    most = 2**63 - 1
+    ordered = f"{grouped} ORDER BY 2 DESC"
+    assert answer(f"{ordered} LIMIT {most}", exact)[1] == [("A", "3"), ("B", "2"), ("C", "0")]
+    assert answer(f"{ordered} LIMIT {most} OFFSET {most}", exact)[1] == []
+    assert answer(f"{ordered} OFFSET 1", exact)[1] == [("B", "2"), ("C", "0")]
+    assert answer(f"{grouped} ORDER BY -COUNT(*) LIMIT 1", exact)[1] == [("A", "3")]
+
+
 def test_arithmetic_between_aggregates_is_exact_and_zero_safe() -> None:
     names, rows = answer(
         "SELECT department, SUM(stay) / COUNT(*) AS mean, 100.0 * COUNT(*) / 4 AS pct "

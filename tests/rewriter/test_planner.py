@@ -139,6 +139,45 @@ def test_rejections_say_why(sql: str, code: str, words: str) -> None:
         assert error.hint
 
 
+GROUPED = "SELECT department, COUNT(*) FROM visits GROUP BY department"
+
+
+@pytest.mark.parametrize(
+    ("tail", "code", "words"),
+    [
+        ("ORDER BY COUNT(*) DESC LIMIT 100000000000000000000", "22003", "LIMIT 1000"),
+        ("OFFSET 100000000000000000000", "22003", "OFFSET 100000000000000000000 is out"),
+        (f"LIMIT {2**63}", "22003", "at most 9223372036854775807"),
+        (f"LIMIT 1 OFFSET {2**63}", "22003", "OFFSET"),
+        ("LIMIT -1", "0A000", "LIMIT takes a whole number"),
+        ("ORDER BY 3", "42P10", "ORDER BY position 3 is not in select list"),
+        ("ORDER BY 0", "42P10", "position 0"),
+        ("ORDER BY -1", "42P10", "position -1"),
+        ("ORDER BY 100000000000000000000", "42P10", "position 100000000000000000000"),
+        ("ORDER BY 'department'", "42601", "non-integer constant in ORDER BY"),
+        ("ORDER BY 1.5", "42601", "non-integer constant"),
+        ("ORDER BY -1.5", "42601", "non-integer constant"),
+        ("ORDER BY NULL", "42601", "non-integer constant"),
+        ("ORDER BY TRUE", "42601", "non-integer constant"),
+    ],
+)  # fmt: skip
+def test_post_processing_clauses_it_could_not_run_are_rejected_for_free(
+    tail: str, code: str, words: str
+) -> None:
+    # Found at rewrite time, before the charge, not by DuckDB on the released rows.
+    error = rejected(f"{GROUPED} {tail}")
+    assert (error.sqlstate, words in error.message) == (code, True), error.message
+    assert error.hint
+
+
+@pytest.mark.parametrize(
+    "tail", [f"LIMIT {2**63 - 1}", f"OFFSET {2**63 - 1}", f"LIMIT 0 OFFSET {2**63 - 1}"]
+)
+def test_the_largest_limit_and_offset_are_planned(tail: str) -> None:
+    # Run over released rows in tests/proxy/test_postprocess.py.
+    assert plan(f"{GROUPED} {tail}", CATALOG, PlanRequest(1.0)).post_sql.endswith(tail)
+
+
 def test_path_tables_bound_rows_by_the_child_only() -> None:
     explicit = plan(
         "SELECT COUNT(*) FROM prescriptions rx JOIN visits v ON rx.visit_id = v.visit_id",

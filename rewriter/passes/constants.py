@@ -1,0 +1,88 @@
+"""The constant expressions of the bounded query, to be evaluated before it runs.
+
+DuckDB does not fail on a constant it cannot compute (``CAST('x' AS INTEGER)``,
+``9223372036854775807 + 1``, a date beyond its range) when it plans the query: it leaves it
+in place and fails on the first row that evaluates it. Under a condition
+(``CASE WHEN income > 3945259 THEN CAST('x' AS INTEGER) … END``) the error would tell
+whether some row meets the condition, around the noise, for any ε. So the proxy evaluates
+every constant expression of the query on its own (``SELECT c1, c2, …``: no table, no data)
+before charging, and refuses the query if that fails (``Plan.constants``).
+
+Which expressions: the largest ones without a column, a subquery, an aggregate or a window,
+that are more than a literal (a number, a negated number, a text, NULL, a boolean, or
+NULL cast to a type) and not volatile (``RANDOM()``, which the rewriter adds itself).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+_LEAVES = (exp.Literal, exp.Null, exp.Boolean, exp.Var, exp.DataType, exp.Identifier, exp.Star)
+_NOT_CONSTANT = (
+    exp.Column,
+    exp.Table,
+    exp.Select,
+    exp.Subquery,
+    exp.Exists,
+    exp.AggFunc,
+    exp.Window,
+    exp.Rand,
+    exp.Placeholder,
+    exp.RowNumber,
+    exp.WindowSpec,
+)
+#: What a constant is recorded as: a value (else its parts are, as in ``1 AS x``).
+_VALUES = (exp.Func, exp.Binary, exp.Unary, exp.Case, exp.Interval, exp.Between, exp.In)
+
+
+@dataclass(frozen=True)
+class Constant:
+    sql: str  # as the backend runs it
+    written: str  # as the analyst would read it (PostgreSQL's spelling)
+
+
+def constants(tree: exp.Expr, dialect: str) -> tuple[Constant, ...]:
+    """The constant expressions of ``tree`` worth evaluating, each once."""
+    found: dict[str, Constant] = {}
+
+    def record(node: exp.Expr) -> None:
+        if isinstance(node, _LEAVES) or _plain(node):
+            return
+        if not isinstance(node, _VALUES):
+            for child in node.iter_expressions():
+                record(child)
+            return
+        sql = node.sql(dialect=dialect)
+        if sql not in found:
+            found[sql] = Constant(sql, node.sql(dialect="postgres"))
+
+    def visit(node: exp.Expr) -> bool:
+        """Whether ``node`` is constant; records its largest constant parts if not."""
+        children = list(node.iter_expressions())
+        flags = [visit(child) for child in children]
+        if not isinstance(node, _NOT_CONSTANT) and all(flags):
+            return True
+        for child, constant in zip(children, flags, strict=True):
+            if constant:
+                record(child)
+        return False
+
+    if visit(tree):
+        record(tree)
+    return tuple(found.values())
+
+
+def evaluation_sql(found: tuple[Constant, ...]) -> str:
+    """One statement that computes every constant (it reads no table)."""
+    return "SELECT " + ", ".join(c.sql for c in found)
+
+
+def _plain(node: exp.Expr) -> bool:
+    """A literal that cannot fail: a negated number, or NULL cast to a type."""
+    if isinstance(node, exp.Paren):
+        return _plain(node.this)
+    if isinstance(node, exp.Neg):
+        return isinstance(node.this, exp.Literal) and not node.this.is_string
+    return isinstance(node, exp.Cast) and isinstance(node.this, exp.Null)

@@ -1,0 +1,44 @@
+"""Through the proxy on both engines: a query with a constant the database cannot compute
+is refused before anything is charged, the same way whether or not some row meets the
+condition around it (review finding: the error was an exact oracle at any ε)."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from tests.integration.server import RunningServer
+
+pytestmark = pytest.mark.integration
+
+PATIENTS = 200
+ORACLE = (
+    "SELECT COUNT(*) FROM patients WHERE CASE WHEN income > {x} THEN CAST('x' AS INTEGER) "
+    "ELSE 0 END = 0"
+)
+
+
+def remaining(conn: psycopg.Connection[tuple[object, ...]]) -> str:
+    row = conn.execute("SHOW dpproxy.budget").fetchone()
+    assert row is not None
+    return str(row[0]).split(" left")[0]
+
+
+@pytest.mark.parametrize("threshold", ["-1", "1e12"])  # every person meets it, or none
+def test_a_constant_that_fails_is_refused_free_whatever_the_data(
+    server: RunningServer, threshold: str
+) -> None:
+    with psycopg.connect(server.dsn("bob"), autocommit=True) as conn:
+        conn.execute("SET dpproxy.epsilon = 0.01")
+        before = remaining(conn)
+        with pytest.raises(psycopg.errors.InvalidParameterValue) as caught:
+            conn.execute(ORACLE.format(x=threshold))
+        assert "the constant CAST('x' AS INT) cannot be computed" in str(caught.value)
+        assert remaining(conn) == before
+        cur = conn.execute("SELECT * FROM dpproxy.my_queries")
+        names = [c.name for c in cur.description or []]
+        last = dict(zip(names, cur.fetchall()[-1], strict=True))
+        assert last["decision"] == "rejected" and "cannot be computed" in str(last["reason"])
+        # A constant that computes is fine, and is charged as usual.
+        conn.execute("SELECT COUNT(*) FROM patients WHERE income > 100 / 1.1 + 2").fetchall()
+        assert remaining(conn) != before

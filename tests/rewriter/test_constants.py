@@ -1,0 +1,80 @@
+"""Constant expressions are evaluated on their own before a query runs (review finding):
+DuckDB fails on a constant it cannot compute only on the rows that evaluate it, so under a
+condition the error would show whether some row meets it, whatever the ε."""
+
+from __future__ import annotations
+
+import duckdb
+import psycopg
+import pytest
+
+from rewriter import PlanRequest, plan
+from rewriter.passes.constants import evaluation_sql
+from tests.rewriter.tables import Row, catalog, duckdb_with, load_postgres
+
+CATALOG = catalog("main")
+LEAKY = [
+    "SELECT COUNT(*) FROM visits WHERE CASE WHEN stay > 5 THEN CAST('x' AS INT) ELSE 0 END = 0",
+    "SELECT COUNT(*) FROM visits WHERE CASE WHEN stay > 5 THEN 3037000500 * 3037000500 "
+    "ELSE 0 END = 0",
+    "SELECT COUNT(*) FROM visits WHERE stay > 5 AND CAST(70000 AS SMALLINT) > 0",
+    "SELECT COUNT(*) FILTER (WHERE stay > 5 AND CAST('2020-13-45' AS DATE) IS NULL) FROM visits",
+    "SELECT COUNT(CASE WHEN stay > 5 THEN CAST('x' AS INT) END) FROM visits",
+    "SELECT COUNT(*) FROM visits WHERE stay > 5 AND DATE '2020-01-01' + INTERVAL '100000000 "
+    "years' > DATE '2020-01-01'",
+    "SELECT COUNT(*) FROM visits WHERE stay > 5 AND cost > CAST('NaN' AS DECIMAL)",
+]
+# One person with stay > 5, or none: the bounded query fails only with that person.
+WITH_PERSON: list[Row] = [(1, 1, "A", 1.0, 2), (2, 2, "B", 2.0, 9)]
+WITHOUT_PERSON: list[Row] = [(1, 1, "A", 1.0, 2)]
+
+
+@pytest.mark.parametrize("sql", LEAKY)
+def test_a_failing_constant_is_found_before_the_query_runs(sql: str) -> None:
+    made = plan(sql, CATALOG, PlanRequest(1.0))
+    assert made.constants, "the failing constant must be evaluated on its own"
+    # The channel: run as is, the query fails only when the person exists…
+    duckdb_with(WITHOUT_PERSON).execute(made.sql).fetchall()
+    with pytest.raises(duckdb.Error):
+        duckdb_with(WITH_PERSON).execute(made.sql).fetchall()
+    # …while its constants alone fail whatever the data (they read no table).
+    with pytest.raises(duckdb.Error):
+        duckdb.connect().execute(evaluation_sql(made.constants)).fetchall()
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("sql", LEAKY)
+def test_on_postgres_either_the_constants_fail_or_the_query_runs(
+    sql: str, pg_dsn: str, pg_schema: str
+) -> None:
+    """PostgreSQL computes constants when it plans a query (so most of these fail on every
+    run); NaN is a NUMERIC there, so that query simply runs."""
+    load_postgres(pg_dsn, pg_schema, WITH_PERSON)
+    made = plan(sql, catalog(pg_schema), PlanRequest(1.0, "postgres"))
+    with psycopg.connect(pg_dsn) as conn:
+        try:
+            conn.execute(evaluation_sql(made.constants).encode()).fetchall()
+        except psycopg.Error:
+            return  # refused before the query runs
+        conn.execute(made.sql.encode()).fetchall()
+
+
+@pytest.mark.parametrize(
+    ("sql", "expected"),
+    [
+        ("SELECT COUNT(*) FROM visits WHERE stay > 5 AND cost < -3.5", []),
+        ("SELECT SUM(cost) FROM visits GROUP BY department", []),  # RANDOM() is not one
+        (
+            "SELECT COUNT(*) FROM visits WHERE cost > 100 / 1.1 AND department <> 'A' || 'B'",
+            ["CAST(100 AS DOUBLE PRECISION) / NULLIF(1.1, 0)", "'A' || 'B'"],
+        ),
+        (
+            "SELECT COUNT(*) FROM visits WHERE CAST('7' AS INT) < stay AND stay < 2 + 3",
+            ["CAST('7' AS INT)", "2 + 3"],
+        ),
+    ],
+)
+def test_the_constants_are_the_largest_computed_parts(sql: str, expected: list[str]) -> None:
+    made = plan(sql, CATALOG, PlanRequest(1.0))
+    assert sorted(c.written for c in made.constants) == sorted(expected)
+    duckdb.connect().execute(evaluation_sql(made.constants) if made.constants else "SELECT 1")
