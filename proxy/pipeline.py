@@ -195,8 +195,35 @@ class Pipeline:
             raise QueryError(rejection.sqlstate, rejection.message, hint=rejection.hint) from None
         if made.constants:
             await self._evaluate_constants(asker, sql, made.constants)
+        await self._check_post_processing(asker, sql, made)
         self.plans.put(sql, request, made)
         return made
+
+    async def _check_post_processing(self, asker: Asker, sql: str, made: Plan) -> None:
+        """Post-processing (the select list's arithmetic, HAVING, ORDER BY, LIMIT) that
+        fails whatever the values (a cast to a type the values cannot take, a number beyond
+        DuckDB's range) would fail after the charge: it is tried over an empty relation now,
+        and such a query is refused, free."""
+
+        def columns() -> tuple[ColumnDescription, ...]:
+            self.post.check(made.released_columns, made.post_sql)
+            return self.post.describe(made.released_columns, made.post_sql).columns
+
+        try:
+            self.described.get(made, None, columns)
+        except PostProcessError as error:
+            logger.info("post-processing of a query of %s fails: %s", asker.analyst, error)
+            message = (
+                "the select list, HAVING or ORDER BY cannot be computed over the noisy "
+                "answers (a cast to a type they cannot take, or a number out of range)"
+            )
+            attempt = Attempt(analyst=asker.analyst, client_address=asker.address, sql=sql)
+            await self.ledger.refuse(attempt, Decision.REJECTED, message, asker.budget)
+            raise QueryError(
+                "22000",
+                message + "; nothing was charged",
+                hint="check the arithmetic and casts of the select list, HAVING and ORDER BY",
+            ) from None
 
     async def _evaluate_constants(
         self, asker: Asker, sql: str, found: tuple[Constant, ...]

@@ -472,7 +472,20 @@ class AnalystSession:
                 hint=f"use a positive number, e.g. SET {EPSILON_PARAMETER} = 0.5",
             ) from None
         if epsilon.is_zero():
-            raise QueryError(INVALID_PARAMETER_VALUE, f"{EPSILON_PARAMETER} must be greater than 0")
+            raise QueryError(
+                INVALID_PARAMETER_VALUE,
+                f"{EPSILON_PARAMETER} must be greater than 0",
+                hint=f"use a positive number, e.g. SET {EPSILON_PARAMETER} = 0.5",
+            )
+        if Decimal(epsilon.plain) != Decimal(value.strip()):
+            # Amounts are kept in units of 1e-9 and rounded up: say so rather than charge
+            # more than was asked for.
+            raise QueryError(
+                INVALID_PARAMETER_VALUE,
+                f"{EPSILON_PARAMETER} = {value} has more than 9 decimal places; budgets are "
+                "kept to 9 decimal places (the smallest ε is 0.000000001)",
+                hint=f"use e.g. SET {EPSILON_PARAMETER} = {epsilon.plain}",
+            )
         if epsilon > budget.effective_cap:
             raise QueryError(
                 INVALID_PARAMETER_VALUE,

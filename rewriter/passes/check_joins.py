@@ -16,6 +16,7 @@ that a table joined as the foreign-key parent of another does not multiply its c
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlglot import exp
@@ -90,9 +91,22 @@ def check_joins(shape: QueryShape) -> JoinBounds:
         )
     excluded = {parent.alias for parent in parents.values()}
     rows = math.prod(s.table.policy.max_rows_per_unit for s in protected if s.alias not in excluded)
-    groups = min(s.table.policy.max_groups_per_unit for s in protected)
+    groups = _max_groups(protected)
     hidden, unit = _unit_of(scope.driver, parents)
     return JoinBounds(resolved, hidden, unit, rows, groups)
+
+
+def _max_groups(protected: Sequence[Source]) -> int:
+    """The most groups one person may count in: the smallest cap among the joined tables
+    whose policy sets one. A table that leaves it unset (1 by default) does not lower the
+    cap of the others: patients (one row each) joined with their visits may still count
+    in as many groups as visits allow."""
+    explicit = [
+        s.table.policy.max_groups_per_unit
+        for s in protected
+        if "max_groups_per_unit" in s.table.policy.model_fields_set
+    ]
+    return min(explicit) if explicit else min(s.table.policy.max_groups_per_unit for s in protected)
 
 
 def _unit_of(

@@ -42,3 +42,23 @@ def test_a_constant_that_fails_is_refused_free_whatever_the_data(
         # A constant that computes is fine, and is charged as usual.
         conn.execute("SELECT COUNT(*) FROM patients WHERE income > 100 / 1.1 + 2").fetchall()
         assert remaining(conn) != before
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT CAST(COUNT(*) AS DATE) FROM visits",
+        "SELECT department, COUNT(*) FROM visits GROUP BY department HAVING COUNT(*) > 1"
+        + "0" * 41,
+    ],
+)
+def test_post_processing_that_cannot_run_is_refused_before_the_charge(
+    server: RunningServer, sql: str
+) -> None:
+    with psycopg.connect(server.dsn("bob"), autocommit=True) as conn:
+        before = remaining(conn)
+        with pytest.raises(psycopg.errors.DataException) as caught:
+            conn.execute(sql)
+        assert "nothing was charged" in str(caught.value)
+        assert "released" not in str(caught.value)  # no internal names
+        assert remaining(conn) == before

@@ -115,3 +115,15 @@ def test_deallocate_and_discard_drop_prepared_statements() -> None:
     ext.parse(Parse("d", "SELECT 1", ()))
     ext.after_session_statement("DEALLOCATE ALL")
     assert ext.statements == {}
+
+
+@pytest.mark.parametrize("value", ["1e-300", "1e-10", "0.1234567891"])
+def test_an_epsilon_finer_than_the_ledger_keeps_is_refused_not_rounded_up(value: str) -> None:
+    s = session()
+    with pytest.raises(QueryError) as caught:
+        run(s, f"SET dpproxy.epsilon = {value}")
+    assert caught.value.sqlstate == "22023" and "9 decimal places" in caught.value.message
+    assert run(s, "SET dpproxy.epsilon = 0.000000001", "SET dpproxy.epsilon = 1e-9") == ["SET"] * 2
+    with pytest.raises(QueryError) as zero:
+        run(s, "SET dpproxy.epsilon = 0")
+    assert zero.value.hint is not None

@@ -13,7 +13,15 @@ from rewriter import Catalog, ColumnPolicy, PlanRequest, TablePolicy, build_cata
 from tests.rewriter import reference
 from tests.rewriter.coupling import in_key_order
 from tests.rewriter.noise import ZeroNoise
-from tests.rewriter.tables import COLUMNS, Row, catalog, duckdb_with
+from tests.rewriter.tables import (
+    COLUMNS,
+    PATIENT_COLUMNS,
+    PATIENT_POLICY,
+    POLICY,
+    Row,
+    catalog,
+    duckdb_with,
+)
 
 
 def catalog_with_groups(max_groups: int) -> Catalog:
@@ -190,3 +198,32 @@ def test_whole_number_keys_beyond_2_53_stay_separate_cells() -> None:
     rows = [(2**60, 500, 500), (2**60 + 1, 500, 500), (1.0, 500, 500), (Decimal(2), 500, 500)]
     released = made.release(rows, ZeroNoise())
     assert sorted(r[0] for r in released.rows) == [1, 2, 2**60, 2**60 + 1]
+
+
+@pytest.mark.parametrize(
+    ("patients_groups", "expected"),
+    [
+        (None, 2),  # patients leaves it unset: visits' cap (2) holds for the join
+        (1, 1),  # set on both: the smaller
+        (5, 2),
+    ],
+)
+def test_a_joined_table_without_a_group_cap_does_not_lower_the_other(
+    patients_groups: int | None, expected: int
+) -> None:
+    written = PATIENT_POLICY.model_dump(exclude_unset=True)
+    if patients_groups is not None:
+        written["max_groups_per_unit"] = patients_groups
+    built = build_catalog(
+        {"visits": COLUMNS, "patients": PATIENT_COLUMNS},
+        {"visits": POLICY, "patients": TablePolicy.model_validate(written)},
+        schema="main",
+    )
+    made = plan(
+        "SELECT p.sex, COUNT(*) FROM visits v JOIN patients p ON v.patient_id = p.patient_id "
+        "GROUP BY p.sex",
+        built,
+        PlanRequest(1.0),
+    )
+    assert made.max_groups_per_unit == expected
+    assert f'"group_rank" <= {expected}' in made.sql
