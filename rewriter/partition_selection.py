@@ -37,6 +37,7 @@ from statistics import NormalDist
 import numpy as np
 import numpy.typing as npt
 
+from rewriter.errors import Rejected
 from rewriter.mechanisms import DiscreteGaussian, DiscreteLaplace, NoiseSource
 
 #: Relative safety margin on the floating-point δ (rounded up).
@@ -44,6 +45,11 @@ _MARGIN = 1e-9
 #: A group needs a noisy unit count of at least this much to be considered at all.
 MIN_THRESHOLD = 2
 MAX_THRESHOLD = 2**62
+#: The largest noise scale partition selection is run with: beyond it (an ε below about
+#: 1e-5 per group) no group of fewer than about a million persons could pass the
+#: threshold, and the exact tail of a discrete Gaussian would need tens of millions of
+#: terms (memory and time before any charge: a query at ε = 1e-9 took hours).
+MAX_SCALE = 1e5
 
 
 @dataclass(frozen=True)
@@ -76,9 +82,17 @@ class PartitionSelection:
         cls, noise: DiscreteLaplace | DiscreteGaussian, groups: int, delta: float
     ) -> PartitionSelection:
         gaussian = isinstance(noise, DiscreteGaussian)
+        if noise.scale > MAX_SCALE:
+            raise Rejected(
+                f"keys from the data at this ε would need a noise of scale {noise.scale:.3g} "
+                "on each group's count of persons: no group could be released",
+                sqlstate="22023",
+                hint="raise dpproxy.epsilon, or group by keys with a public domain",
+            )
         # A first guess from the continuous tail, then the exact search around it.
         if gaussian:
-            guess = noise.scale * NormalDist().inv_cdf(max(1e-300, 1 - delta / groups))
+            # (the lower tail: 1 - δ/groups rounds to 1 for δ/groups below 1e-16)
+            guess = -noise.scale * NormalDist().inv_cdf(max(1e-300, min(0.5, delta / groups)))
         else:
             guess = noise.scale * math.log(groups / delta)
         threshold = max(MIN_THRESHOLD, min(MAX_THRESHOLD, math.ceil(guess) + 1))
@@ -86,12 +100,21 @@ class PartitionSelection:
         def fits(candidate: int) -> bool:
             return selection_delta(noise.scale, gaussian, groups, candidate) <= delta
 
+        # fits() only gets truer as the threshold grows: find one that fits (doubling the
+        # step), then the smallest by bisection, in a few dozen evaluations whatever ε.
+        low, step = threshold - 1, 1
         while not fits(threshold):
             if threshold >= MAX_THRESHOLD:
                 raise ValueError("no threshold reaches so small a δ")
-            threshold = min(MAX_THRESHOLD, threshold * 2 if threshold < 64 else threshold + 64)
-        while threshold > MIN_THRESHOLD and fits(threshold - 1):
-            threshold -= 1
+            low, threshold, step = threshold, min(MAX_THRESHOLD, threshold + step), step * 2
+        if low < MIN_THRESHOLD or fits(low):
+            low = MIN_THRESHOLD - 1  # the guess was high: search all the way down
+        while threshold - low > 1:
+            middle = (low + threshold) // 2
+            if middle >= MIN_THRESHOLD and fits(middle):
+                threshold = middle
+            else:
+                low = middle
         return cls(noise, groups, threshold)
 
     @property

@@ -377,7 +377,10 @@ def clean(expression: exp.Expr, scope: Scope) -> exp.Expr:
     """
 
     def replace(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.Cast) and node.to.this in _NARROW_INTEGERS:
+            return exp.cast(node.this.copy(), exp.DataType.Type.BIGINT)
         if not isinstance(node, exp.Column):
+            _widen_integer_literals(node)
             return node
         info = scope.info(node)
         value: exp.Expr = node.copy()
@@ -417,6 +420,47 @@ def clean(expression: exp.Expr, scope: Scope) -> exp.Expr:
         return value
 
     return expression.transform(replace)  # transform copies
+
+
+_COMPUTING = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.Neg)
+#: Casts to these compute in BIGINT instead (the value fits: its interval is within
+#: ±2^52), so that arithmetic on them cannot overflow row by row.
+_NARROW_INTEGERS = frozenset(
+    {exp.DataType.Type.INT, exp.DataType.Type.SMALLINT, exp.DataType.Type.TINYINT}
+)
+_CHOOSING = (exp.Coalesce, exp.Greatest, exp.Least)
+
+
+def _widen_integer_literals(node: exp.Expr) -> None:
+    """Integer literals computed with, or chosen among, as BIGINT: both engines type a
+    small literal as a 32-bit INTEGER, so ``2 * CASE WHEN … THEN 2000000000 ELSE 0 END``
+    would overflow on the rows where the condition holds (an error that reveals them),
+    though its interval (rewriter.intervals, within ±2^52) fits a BIGINT. Cleaned
+    integer columns are BIGINT already (``clean``)."""
+    if isinstance(node, _COMPUTING):
+        slots = ["this", "expression"]
+    elif isinstance(node, _CHOOSING):
+        slots = ["this", "expressions"]
+    elif isinstance(node, exp.Case):
+        slots = ["default"]
+        for branch in node.args.get("ifs", []):
+            _widen_slot(branch, "true")
+    elif isinstance(node, exp.If):
+        slots = ["true", "false"]
+    else:
+        return
+    for slot in slots:
+        _widen_slot(node, slot)
+
+
+def _widen_slot(node: exp.Expr, slot: str) -> None:
+    value = node.args.get(slot)
+    for item in value if isinstance(value, list) else [value]:
+        if not isinstance(item, exp.Expr):
+            continue
+        inner = item.this if isinstance(item, exp.Paren | exp.Neg) else item
+        if isinstance(inner, exp.Literal) and inner.is_int:
+            item.replace(exp.cast(item.copy(), exp.DataType.Type.BIGINT))
 
 
 def _clamp_flushed(

@@ -110,6 +110,13 @@ TRUNC_UNITS = {
     **dict.fromkeys(("QUARTER", "QUARTERS", "QTR"), "QUARTER"),
     **dict.fromkeys(("YEAR", "YEARS", "YR", "YRS"), "YEAR"),
 }
+#: EXTRACT fields both engines compute alike, as whole numbers, for dates (and the time
+#: fields for timestamps only: PostgreSQL fails on EXTRACT(hour FROM a date) row by row).
+DATE_FIELDS = frozenset(
+    {"YEAR", "ISOYEAR", "QUARTER", "MONTH", "WEEK", "DAY", "DOW", "ISODOW", "DOY", "DECADE"}
+    | {"CENTURY", "MILLENNIUM"}
+)
+TIME_FIELDS = frozenset({"HOUR", "MINUTE"})
 MAX_ROUND_DIGITS = 15  # round(x, d): |d| at most this (10^d is an exact double)
 _MAX_INT4 = 2**31 - 1
 
@@ -150,6 +157,8 @@ def _kind(node: exp.Expr, scope: Scope, where: str, *, raw: bool = True) -> str:
         return BOOLEAN
     if isinstance(node, exp.Cast):
         return _cast(node, scope, where)
+    if isinstance(node, exp.Extract) and raw:  # inside aggregates: rewriter.intervals
+        return _extract(node, scope, where)
     if isinstance(node, _COMPARISONS):
         _comparable(node, [node.this, node.expression], scope, where)
         return BOOLEAN
@@ -282,6 +291,29 @@ def _constant_integer(node: exp.Expr, least: int, most: int) -> int | None:
     return value if least <= value <= most else None
 
 
+def _extract(node: exp.Extract, scope: Scope, where: str) -> str:
+    """EXTRACT(field FROM x): a field both engines compute for every value of x's type."""
+    source = _kind(node.expression, scope, where)
+    field = node.this.name.upper()
+    if field in TIME_FIELDS and source == DATE:
+        raise Rejected(
+            f"{node.sql(dialect='postgres')} in {where}: a date has no {field.lower()} "
+            "(PostgreSQL fails on each such value)",
+            hint="extract it from a timestamp column",
+        )
+    allowed = DATE_FIELDS | (TIME_FIELDS if source == TIME else frozenset())
+    if source not in (DATE, TIME, NULL) or field not in allowed:
+        raise Rejected(
+            f"{node.sql(dialect='postgres')} in {where}: EXTRACT needs a date or timestamp column "
+            "and one of the fields "
+            + ", ".join(sorted(f.lower() for f in DATE_FIELDS))
+            + " (and hour, minute of a timestamp); other fields fail on some values or "
+            "differ between the engines",
+            hint="for example EXTRACT(year FROM visit_date)",
+        )
+    return NUMBER
+
+
 def _cast(node: exp.Cast, scope: Scope, where: str) -> str:
     source = _kind(node.this, scope, where)
     target = node.to.this
@@ -291,6 +323,8 @@ def _cast(node: exp.Cast, scope: Scope, where: str) -> str:
         column = scope.info(node.this)
         if column.type is ColumnType.INTEGER:
             safe = {NUMBER}
+    if literal and target in (exp.DataType.Type.DATE, exp.DataType.Type.TIMESTAMP):
+        _moment_literal(node, where)
     if not literal and source not in safe:
         raise Rejected(
             f"{node.sql(dialect='postgres')} in {where} could fail on some values, and the "
@@ -298,6 +332,32 @@ def _cast(node: exp.Cast, scope: Scope, where: str) -> str:
             hint="compare or round instead of casting, or cast to text",
         )
     return _target_kind(target)
+
+
+def _moment_literal(node: exp.Cast, where: str) -> None:
+    """A date or timestamp written as text: a valid one within the years 1 to 9999. Later
+    years fit a DATE but not a TIMESTAMP, which DuckDB would find out only on the rows
+    where the value is converted (``date_trunc('month', CASE … THEN DATE '300000-01-01'
+    …)``)."""
+    text = node.this.name if isinstance(node.this, exp.Literal) else ""
+    date = node.to.this == exp.DataType.Type.DATE
+    try:
+        if date and _DATE_TEXT.fullmatch(text):
+            dt.date.fromisoformat(text.strip())
+            return
+        if not date and _TIME_TEXT.fullmatch(text):
+            dt.datetime.fromisoformat(text.strip())
+            return
+    except ValueError:
+        pass
+    if isinstance(node.this, exp.Null):
+        return
+    kind = "date" if date else "timestamp"
+    raise Rejected(
+        f"{node.sql(dialect='postgres')} in {where}: '{text}' is not a {kind} from the year "
+        "1 to 9999 written as 2024-01-31" + ("" if date else " 08:00:00"),
+        hint=f"for example {kind.upper()} '2024-01-31" + ("'" if date else " 08:00:00'"),
+    )
 
 
 def _target_kind(target: exp.DType) -> str:
@@ -331,6 +391,8 @@ def _numeric(
 
 def _comparable(node: exp.Expr, operands: list[exp.Expr], scope: Scope, where: str) -> None:
     kinds = {_kind(o, scope, where) for o in operands} - {NULL}
+    if kinds == {NUMBER}:
+        _spell_as_doubles(operands, scope)
     if len(kinds) <= 1:
         return
     if LITERAL_TEXT in kinds and len(kinds - {LITERAL_TEXT}) == 1:
@@ -367,7 +429,31 @@ def _common(node: exp.Expr, scope: Scope, where: str) -> str:
             hint="give every branch the same type",
         )
     kind = next(iter(kinds), NULL)
+    if kind == NUMBER:
+        _spell_as_doubles(values, scope)
     return TEXT if kind == LITERAL_TEXT else kind
+
+
+def _spell_as_doubles(operands: list[exp.Expr], scope: Scope) -> None:
+    """Number literals met with a DECIMAL column, and fractions met with any number,
+    spelled with an exponent (``5e-1``): DuckDB then reads them as DOUBLE and compares the
+    column as DOUBLE, which never fails. Otherwise it would cast the column, or the
+    literal, to a DECIMAL wide enough for both, and a HUGEINT or DECIMAL(38, …) value, or
+    the literal, can overflow it on the first row compared (``h > 0.5``, ``d > 10`` for a
+    DECIMAL(38,37) ``d``): an error that depends on the data. PostgreSQL reads such a
+    literal as NUMERIC, exactly as before. Changed in place: a subquery's stand-in keeps
+    its identity."""
+    decimal_column = any(
+        scope.info(column).type is ColumnType.DECIMAL
+        for operand in operands
+        for column in operand.find_all(exp.Column)
+    )
+    for operand in operands:
+        literal = operand.this if isinstance(operand, exp.Neg) else operand
+        if not isinstance(literal, exp.Literal) or literal.is_string:
+            continue
+        if decimal_column or not literal.is_int:
+            literal.set("this", f"{decimal.Decimal(literal.this):e}")
 
 
 _NUMBER_TEXT = re.compile(r"\s*[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*")

@@ -52,7 +52,7 @@ from sqlglot import exp
 from rewriter.catalog import ColumnType
 from rewriter.errors import Rejected
 from rewriter.passes.check_predicate import check_predicate
-from rewriter.passes.check_types import TRUNC_UNITS
+from rewriter.passes.check_types import DATE_FIELDS, TIME_FIELDS, TRUNC_UNITS
 from rewriter.passes.numeric_keys import (
     Unknown,
     case_values,
@@ -81,11 +81,6 @@ _SQL_TYPES = {
     "TIMESTAMP": exp.DataType.Type.TIMESTAMP,
     "BOOLEAN": exp.DataType.Type.BOOLEAN,
 }
-_DATE_FIELDS = frozenset(
-    {"YEAR", "ISOYEAR", "QUARTER", "MONTH", "WEEK", "DAY", "DOW", "ISODOW", "DOY", "DECADE"}
-    | {"CENTURY", "MILLENNIUM"}
-)
-_TIME_FIELDS = frozenset({"HOUR", "MINUTE"})
 #: Dates and timestamps a client library can represent (years 1 to 9999).
 _RANGES = {
     ColumnType.DATE: ("0001-01-01", "9999-12-31"),
@@ -249,12 +244,12 @@ class _Keys:
         field = node.this.name.upper()
         column = self.date_column(node.expression)
         kind = self.scope.info(column).type
-        if field in _TIME_FIELDS and kind is ColumnType.DATE:
+        if field in TIME_FIELDS and kind is ColumnType.DATE:
             raise Rejected(
                 f"GROUP BY {self.original.sql(dialect='postgres')}: a date has no {field.lower()}",
                 hint="extract it from a timestamp column",
             )
-        if field not in _DATE_FIELDS | _TIME_FIELDS:
+        if field not in DATE_FIELDS | TIME_FIELDS:
             raise Rejected(
                 f"GROUP BY {self.original.sql(dialect='postgres')}: EXTRACT({field}) differs "
                 "between the engines dpproxy runs on (fractions of seconds, epochs)",

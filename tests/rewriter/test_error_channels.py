@@ -100,6 +100,20 @@ def test_queries_that_could_fail_on_some_rows_are_refused(sql: str, words: str) 
         ("SELECT COUNT(*) FROM visits WHERE stay < 1" + "0" * 18, "out of the range"),
         ("SELECT COUNT(*) FROM visits WHERE cost > 1e400", "out of the range"),
         ("SELECT COUNT(*) FROM visits WHERE cost > 1e-400", "out of the range"),
+        # Second review: EXTRACT of a field a date does not have fails on PostgreSQL row by
+        # row; a date beyond year 9999 fails when DuckDB converts it to a timestamp.
+        (
+            "SELECT COUNT(*) FROM visits WHERE CASE WHEN cost > 5 THEN "
+            "extract(hour FROM CAST('2020-01-01' AS DATE)) ELSE 0 END = 0",
+            "a date has no hour",
+        ),
+        ("SELECT COUNT(*) FROM visits WHERE CAST('2020-13-45' AS DATE) IS NULL", "not a date"),
+        (
+            "SELECT COUNT(*) FROM visits WHERE stay > 2 AND CAST('300000-01-01' AS DATE) "
+            "> CAST('2020-01-01' AS DATE)",
+            "not a date",
+        ),
+        ("SELECT COUNT(*) FROM visits WHERE TIMESTAMP '2020-01-01 25:00:00' IS NULL", "timestamp"),
     ],
 )
 def test_arguments_checked_only_on_some_rows_must_be_valid_constants(sql: str, words: str) -> None:
@@ -117,6 +131,14 @@ SAFE = [
     "SELECT COUNT(*) FROM visits WHERE substring(department, 1, 1) = 'A' AND "
     "substring(department FROM 2) = '' AND department LIKE 'A%' AND department NOT ILIKE 'b\\\\'",
     "SELECT COUNT(*) FROM visits WHERE round(stay, 1) > 2 AND round(cost) < 90",
+    # Second review: literals typed as 32-bit INTEGER overflowed on the rows where a
+    # condition held (intervals bound the value, not the type it is computed in).
+    "SELECT SUM(2 * CASE WHEN cost > 5 THEN 2000000000 ELSE 0 END) FROM visits",
+    "SELECT SUM(CASE WHEN stay > 1 THEN CAST(30000 AS SMALLINT) END * CAST(2 AS SMALLINT)) "
+    "FROM visits",
+    "SELECT MEDIAN(2 * COALESCE(CASE WHEN cost > 5 THEN 2000000000 END, 0)) FROM visits",
+    "SELECT COUNT(*) FROM visits WHERE cost > 0.5 AND stay IN (1, 2.5) AND "
+    "coalesce(stay, 0.25) < 1.2345678901234567890123456789012345678",
     "SELECT COUNT(*) FROM visits WHERE stay < 9"
     + "9" * 16
     + " AND cost > -1e300 AND cost > 1e-300",

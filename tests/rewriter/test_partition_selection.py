@@ -48,7 +48,15 @@ def test_tails_match_the_distribution(scale: float, m: int) -> None:
 
 @pytest.mark.parametrize(
     ("groups", "budget", "delta"),
-    [(1, 1.0, 1e-9), (1, 0.1, 1e-6), (3, 0.5, 0.05), (10, 2.0, 1e-12), (2, 0.05, 1e-7)],
+    [
+        (1, 1.0, 1e-9),
+        (1, 0.1, 1e-6),
+        (3, 0.5, 0.05),
+        (10, 2.0, 1e-12),
+        (2, 0.05, 1e-7),
+        (100, 1.0, 1e-15),  # δ/groups below 1e-16: the Gaussian guess used to fail
+        (3, 1e-4, 1e-6),  # thresholds in the hundreds of thousands, found by bisection
+    ],
 )
 def test_threshold_is_the_smallest_within_delta(groups: int, budget: float, delta: float) -> None:
     for made in (
@@ -93,6 +101,17 @@ def test_delta_is_opendps_map_one_step_lower() -> None:
     assert made.delta() == pytest.approx(shifted, rel=1e-6)
     _, understated = opendp_threshold_map(made.noise.scale, made.threshold)
     assert understated < made.delta() / 2
+
+
+@pytest.mark.parametrize("zcdp", [False, True])
+def test_an_epsilon_too_small_to_release_any_group_is_refused(zcdp: bool) -> None:
+    """At ε = 1e-9 the threshold search ran for hours (and the Gaussian tail needed
+    billions of terms) before any charge, blocking the server (review finding)."""
+    with pytest.raises(Rejected, match="no group could be released"):
+        if zcdp:
+            PartitionSelection.gaussian(3, 1e-18 / 2, 1e-6)
+        else:
+            PartitionSelection.laplace(3, 1e-9, 1e-6)
 
 
 def test_bad_parameters_are_refused() -> None:
