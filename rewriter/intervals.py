@@ -6,11 +6,11 @@ its columns clamped to their bounds, always lies within the computed interval.
 
 ``EXTRACT(field FROM c)`` of a date or timestamp column is an integer in a fixed range for
 month [1, 12], day [1, 31], dow [0, 6], isodow [1, 7], doy [1, 366], quarter [1, 4],
-week [1, 53], and for a timestamp hour [0, 23] and minute [0, 59]: DuckDB and PostgreSQL
-give the same values for every date (±infinity gives NULL on both). year and isoyear need
+and for a timestamp hour [0, 23] and minute [0, 59]: DuckDB and PostgreSQL give the same
+values for every date (±infinity gives NULL on both). year needs
 the column's declared date bounds (``ColumnInfo.date_bounds``: the cleaned column is
-clamped to them, ``rewriter.passes.bound_per_unit.clean``); both grow with the date, so
-their range is that of the bounds. The other fields are refused: second, epoch and the
+clamped to them, ``rewriter.passes.bound_per_unit.clean``); it grows with the date, so
+its range is that of the bounds. The other fields are refused: second, epoch and the
 fractions of a second are not integers, and the engines disagree on some (PostgreSQL
 returns numeric, DuckDB integers or doubles); hour and minute of a date fail on
 PostgreSQL for non-NULL values only (an error that would reveal data).
@@ -65,11 +65,12 @@ FIXED_FIELDS: dict[str, tuple[int, int]] = {
     "ISODOW": (1, 7),
     "DOY": (1, 366),
     "QUARTER": (1, 4),
-    "WEEK": (1, 53),
 }
 TIME_FIELDS: dict[str, tuple[int, int]] = {"HOUR": (0, 23), "MINUTE": (0, 59)}
-YEAR_FIELDS = frozenset({"YEAR", "ISOYEAR"})  # need the column's declared date bounds
-EXTRACT_FIELDS = "year, isoyear, quarter, month, week, day, dow, isodow, doy, hour, minute"
+YEAR_FIELDS = frozenset({"YEAR"})  # needs the column's declared date bounds
+#: Not week or isoyear: DuckDB fails on them for dates near its range's ends, even for
+#: values a clamp replaces (review finding), an error that would reveal such a date.
+EXTRACT_FIELDS = "year, quarter, month, day, dow, isodow, doy, hour, minute"
 
 
 @dataclass(frozen=True)
@@ -240,7 +241,7 @@ def _extract(node: exp.Extract, info: ColumnInfos | None) -> Interval:
             hint=(
                 f"ask an admin to declare lower and upper for {column.name} as dates in the "
                 "configuration (lower = 2020-01-01, upper = 2024-12-31), or extract month, "
-                "quarter, week, day or another field with a fixed range"
+                "quarter, day or another field with a fixed range"
             ),
         )
     lower, upper = declared

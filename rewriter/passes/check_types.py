@@ -79,6 +79,12 @@ _SAFE_CAST_TARGETS = {
     exp.DataType.Type.BOOLEAN: {BOOLEAN, NULL},
 }
 
+#: In raw contexts, casts to these types only of columns of these types (see ``_cast``).
+_RAW_NARROWED = {
+    exp.DataType.Type.DOUBLE: {ColumnType.INTEGER, ColumnType.FLOAT},
+    exp.DataType.Type.FLOAT: set(),
+    exp.DataType.Type.TIMESTAMP: {ColumnType.TIMESTAMP},
+}
 
 #: Contexts whose value is computed from clamped columns, bounded by interval arithmetic.
 VALUE_CONTEXTS = frozenset(
@@ -112,8 +118,10 @@ TRUNC_UNITS = {
 }
 #: EXTRACT fields both engines compute alike, as whole numbers, for dates (and the time
 #: fields for timestamps only: PostgreSQL fails on EXTRACT(hour FROM a date) row by row).
+#: Not week or isoyear: DuckDB fails on them for dates near its range's ends, even on
+#: rows a condition or a clamp leaves out.
 DATE_FIELDS = frozenset(
-    {"YEAR", "ISOYEAR", "QUARTER", "MONTH", "WEEK", "DAY", "DOW", "ISODOW", "DOY", "DECADE"}
+    {"YEAR", "QUARTER", "MONTH", "DAY", "DOW", "ISODOW", "DOY", "DECADE"}
     | {"CENTURY", "MILLENNIUM"}
 )
 TIME_FIELDS = frozenset({"HOUR", "MINUTE"})
@@ -122,7 +130,7 @@ _MAX_INT4 = 2**31 - 1
 
 
 def _kind(node: exp.Expr, scope: Scope, where: str, *, raw: bool = True) -> str:
-    _constant_arguments(node, where)
+    _constant_arguments(node, where, raw=raw)
     if raw and isinstance(node, (*_ARITHMETIC, exp.Neg, exp.Abs)) and node.find(exp.Column):
         raise Rejected(
             f"{node.sql(dialect='postgres')} in {where}: arithmetic on a column's raw values "
@@ -144,7 +152,7 @@ def _kind(node: exp.Expr, scope: Scope, where: str, *, raw: bool = True) -> str:
         )
         for value in values:
             _kind(value, scope, where, raw=False)
-        return _common(node, scope, where)
+        return _common(node, scope, where, raw=False)
     if isinstance(node, exp.Column):
         return _COLUMN_KINDS[scope.info(node).type]
     if isinstance(node, exp.Literal):
@@ -156,7 +164,7 @@ def _kind(node: exp.Expr, scope: Scope, where: str, *, raw: bool = True) -> str:
     if isinstance(node, exp.Boolean):
         return BOOLEAN
     if isinstance(node, exp.Cast):
-        return _cast(node, scope, where)
+        return _cast(node, scope, where, raw=raw)
     if isinstance(node, exp.Extract) and raw:  # inside aggregates: rewriter.intervals
         return _extract(node, scope, where)
     if isinstance(node, _COMPARISONS):
@@ -187,13 +195,21 @@ def _kind(node: exp.Expr, scope: Scope, where: str, *, raw: bool = True) -> str:
     if isinstance(node, _NUMBER_FUNCTIONS):
         return NUMBER
     if isinstance(node, (exp.Coalesce, exp.Greatest, exp.Least, exp.Case, exp.If)):
-        return _common(node, scope, where)
+        return _common(node, scope, where, raw=raw)
     if isinstance(node, (exp.DateTrunc, exp.TimestampTrunc)):
+        if raw and where != "GROUP BY" and _kind(node.this, scope, where) == DATE:
+            # PostgreSQL truncates a date as a timestamp, and fails on dates beyond the
+            # year 294276 (GROUP BY keys are computed within the years 1 to 9999).
+            raise Rejected(
+                f"{node.sql(dialect='postgres')} in {where}: date_trunc of a date could "
+                "fail on extreme dates, and the error would reveal them",
+                hint="compare the date itself, e.g. visit_date >= DATE '2024-03-01'",
+            )
         return TIME
     return OTHER
 
 
-def _constant_arguments(node: exp.Expr, where: str) -> None:
+def _constant_arguments(node: exp.Expr, where: str, *, raw: bool = True) -> None:
     """Raise Rejected if an argument that an engine validates only when it calls the
     function (so only on the rows that reach it) is not a constant that is valid."""
     written = node.sql(dialect="postgres") if isinstance(node, _CHECKED_ARGUMENTS) else ""
@@ -222,10 +238,11 @@ def _constant_arguments(node: exp.Expr, where: str) -> None:
     elif isinstance(node, exp.Round):
         digits = node.args.get("decimals")
         bound = MAX_ROUND_DIGITS
-        if digits is not None and _constant_integer(digits, -bound, bound) is None:
+        least = 0 if raw else -bound  # raw DECIMAL(38,0) values overflow when rounded up
+        if digits is not None and _constant_integer(digits, least, bound) is None:
             raise Rejected(
                 f"{written} in {where}: round(x, d) needs a constant whole number d from "
-                f"-{bound} to {bound}",
+                f"{least} to {bound}",
                 hint="for example round(cost, 1)",
             )
     elif isinstance(node, (exp.Like, exp.ILike)):
@@ -314,15 +331,19 @@ def _extract(node: exp.Extract, scope: Scope, where: str) -> str:
     return NUMBER
 
 
-def _cast(node: exp.Cast, scope: Scope, where: str) -> str:
-    source = _kind(node.this, scope, where)
+def _cast(node: exp.Cast, scope: Scope, where: str, *, raw: bool = True) -> str:
+    source = _kind(node.this, scope, where, raw=raw)
     target = node.to.this
     literal = isinstance(node.this, (exp.Literal, exp.Null, exp.Boolean))
     safe = _SAFE_CAST_TARGETS.get(target, set())
-    if target == exp.DataType.Type.BIGINT and isinstance(node.this, exp.Column):
-        column = scope.info(node.this)
-        if column.type is ColumnType.INTEGER:
-            safe = {NUMBER}
+    if raw and target in _RAW_NARROWED:
+        # Raw values keep their physical type: a HUGEINT does not fit a BIGINT, a DOUBLE
+        # not a REAL, a PostgreSQL NUMERIC of 1e400 not a DOUBLE, a date of the year
+        # 300000 not a TIMESTAMP (errors on those rows only). Inside aggregates values
+        # are cleaned first (clamped, as DOUBLE or BIGINT), so these casts are safe there.
+        column = node.this if isinstance(node.this, exp.Column) else None
+        fits = column is not None and scope.info(column).type in _RAW_NARROWED[target]
+        safe = safe if fits else set()
     if literal and target in (exp.DataType.Type.DATE, exp.DataType.Type.TIMESTAMP):
         _moment_literal(node, where)
     if not literal and source not in safe:
@@ -392,6 +413,7 @@ def _numeric(
 def _comparable(node: exp.Expr, operands: list[exp.Expr], scope: Scope, where: str) -> None:
     kinds = {_kind(o, scope, where) for o in operands} - {NULL}
     if kinds == {NUMBER}:
+        _one_decimal_column(node, operands, scope, where)
         _spell_as_doubles(operands, scope)
     if len(kinds) <= 1:
         return
@@ -402,8 +424,10 @@ def _comparable(node: exp.Expr, operands: list[exp.Expr], scope: Scope, where: s
                 if _kind(operand, scope, where) == LITERAL_TEXT:
                     operand.replace(_typed_literal(operand, other, node, where))
         return
-    if kinds == {DATE, TIME}:
-        return
+    if kinds == {DATE, TIME} and not any(
+        _kind(o, scope, where) == DATE and o.find(exp.Column) for o in operands
+    ):
+        return  # a literal date compared with a timestamp
     raise Rejected(
         f"{node.sql(dialect='postgres')} in {where} compares values of different types "
         f"({', '.join(sorted(kinds))}); the database would convert them row by row and could "
@@ -412,7 +436,7 @@ def _comparable(node: exp.Expr, operands: list[exp.Expr], scope: Scope, where: s
     )
 
 
-def _common(node: exp.Expr, scope: Scope, where: str) -> str:
+def _common(node: exp.Expr, scope: Scope, where: str, *, raw: bool = True) -> str:
     values: list[exp.Expr]
     if isinstance(node, exp.Case):
         values = [b.args["true"] for b in node.args.get("ifs", [])]
@@ -430,8 +454,27 @@ def _common(node: exp.Expr, scope: Scope, where: str) -> str:
         )
     kind = next(iter(kinds), NULL)
     if kind == NUMBER:
+        if raw:  # inside aggregates columns are cleaned (as DOUBLE or BIGINT) first
+            _one_decimal_column(node, values, scope, where)
         _spell_as_doubles(values, scope)
     return TEXT if kind == LITERAL_TEXT else kind
+
+
+def _one_decimal_column(node: exp.Expr, operands: list[exp.Expr], scope: Scope, where: str) -> None:
+    """Refuse comparing or choosing between a DECIMAL column and another column: DuckDB
+    would cast both to a decimal type that extreme values of either overflow, and
+    PostgreSQL a NUMERIC beyond DOUBLE's range to DOUBLE (errors on those rows only)."""
+    with_columns = [o for o in operands if o.find(exp.Column)]
+    if len(with_columns) < 2:
+        return
+    types = {scope.info(c).type for o in with_columns for c in o.find_all(exp.Column)}
+    if ColumnType.DECIMAL in types:
+        raise Rejected(
+            f"{node.sql(dialect='postgres')} in {where} compares a decimal column with "
+            "another column; their common type could overflow on extreme values, and the "
+            "error would reveal them",
+            hint="compare each column with a number, or compute inside SUM/AVG",
+        )
 
 
 def _spell_as_doubles(operands: list[exp.Expr], scope: Scope) -> None:

@@ -11,7 +11,7 @@ a row exists). Accepted, with the released type:
   start[, length])`` with constant start >= 1 and length >= 0, ``||`` of text, and a cast
   of an integer, text or boolean key to text: VARCHAR;
 - ``EXTRACT(field FROM c)`` of a date or timestamp column, for the fields both engines
-  compute alike (year, isoyear, quarter, month, week, day, dow, isodow, doy, decade,
+  compute alike (year, quarter, month, day, dow, isodow, doy, decade,
   century, millennium; hour and minute of a timestamp): DOUBLE;
 - ``date_trunc('second' | 'minute' | 'hour' | 'day' | 'week' | 'month' | 'quarter' |
   'year', c)`` of a date or timestamp column: TIMESTAMP. PostgreSQL truncates a date as a
@@ -93,7 +93,7 @@ _INTEGER = re.compile(r"\d+")
 ACCEPTED = (
     "keys found in the data are released only for: a plain column (of a number, text, date, "
     "timestamp or boolean type); lower, upper, trim, substring(x, start[, length]) and || "
-    "of text; EXTRACT(year, isoyear, quarter, month, week, day, dow, isodow, doy, decade, "
+    "of text; EXTRACT(year, quarter, month, day, dow, isodow, doy, decade, "
     "century, millennium, hour or minute FROM a date or timestamp column); "
     "date_trunc('second' to 'year', a date or timestamp column); + - * /, floor, ceil, "
     "round(x[, d]) and abs over numeric columns with declared bounds; and CASE WHEN, "
@@ -253,7 +253,7 @@ class _Keys:
             raise Rejected(
                 f"GROUP BY {self.original.sql(dialect='postgres')}: EXTRACT({field}) differs "
                 "between the engines dpproxy runs on (fractions of seconds, epochs)",
-                hint="extract one of year, isoyear, quarter, month, week, day, dow, isodow, "
+                hint="extract one of year, quarter, month, day, dow, isodow, "
                 "doy, decade, century, millennium, hour, minute",
             )
         extracted = exp.Extract(this=exp.var(field), expression=column.copy())

@@ -94,7 +94,6 @@ FIXED = {
     "isodow": (1, 7),
     "doy": (1, 366),
     "quarter": (1, 4),
-    "week": (1, 53),
 }
 
 
@@ -209,8 +208,8 @@ def run_postgres(conn: psycopg.Connection, made: Plan) -> dict[str, int]:
 
 CASES = [
     *(("SUM", f, "plain_date") for f in FIXED),
-    *(("AVG", f, "seen_at") for f in ("hour", "minute", "month", "week")),
-    *(("AVG", f, c) for f in ("year", "isoyear") for c in ("visit_date", "seen_at")),
+    *(("AVG", f, "seen_at") for f in ("hour", "minute", "month")),
+    *(("AVG", "year", c) for c in ("visit_date", "seen_at")),
 ]
 
 
@@ -257,16 +256,11 @@ def test_bounded_answers_on_postgres_equal_duckdb(
 
 def test_year_interval_is_the_bounds_years() -> None:
     made = plan(
-        "SELECT SUM(EXTRACT(year FROM visit_date)), SUM(EXTRACT(isoyear FROM visit_date)) "
-        "FROM events",
+        "SELECT SUM(EXTRACT(year FROM visit_date)) FROM events",
         catalog("main"),
         PlanRequest(1.0, "duckdb"),
     )
-    # 2024-12-31 is a Tuesday: its ISO year is 2025.
-    assert [m.spec.bounds for m in made.measurements] == [
-        Interval(2020, 2024, True),
-        Interval(2020, 2025, True),
-    ]
+    assert [m.spec.bounds for m in made.measurements] == [Interval(2020, 2024, True)]
 
 
 def test_bounded_sql_clamps_with_typed_literals() -> None:
@@ -299,7 +293,19 @@ def test_arithmetic_over_extract(duck: duckdb.DuckDBPyConnection) -> None:
     ("sql", "message"),
     [
         ("SELECT AVG(EXTRACT(year FROM plain_date)) FROM events", "needs date bounds"),
-        ("SELECT SUM(EXTRACT(isoyear FROM plain_date)) FROM events", "needs date bounds"),
+        ("SELECT SUM(EXTRACT(year FROM plain_date)) FROM events", "needs date bounds"),
+        # DuckDB fails on week and isoyear of dates near its range's ends, even for values
+        # a clamp replaces (third review): an error that would reveal such a date.
+        ("SELECT SUM(EXTRACT(isoyear FROM visit_date)) FROM events", "EXTRACT(isoyear)"),
+        ("SELECT AVG(EXTRACT(week FROM visit_date)) FROM events", "EXTRACT(week)"),
+        # Row-level: a date column converted to a timestamp fails on dates beyond the
+        # year 294276 on PostgreSQL (5881580 on DuckDB), on those rows only.
+        ("SELECT COUNT(*) FROM events WHERE visit_date > seen_at", "different types"),
+        ("SELECT COUNT(*) FROM events WHERE CAST(visit_date AS TIMESTAMP) > seen_at", "fail"),
+        (
+            "SELECT COUNT(*) FROM events WHERE date_trunc('month', visit_date) > DATE '2020-01-01'",
+            "date_trunc of a date",
+        ),
         ("SELECT AVG(EXTRACT(second FROM seen_at)) FROM events", "EXTRACT(second)"),
         ("SELECT AVG(EXTRACT(epoch FROM seen_at)) FROM events", "EXTRACT(epoch)"),
         ("SELECT AVG(EXTRACT(millisecond FROM seen_at)) FROM events", "EXTRACT(millisecond)"),
