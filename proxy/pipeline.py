@@ -202,8 +202,8 @@ class Pipeline:
     async def _check_post_processing(self, asker: Asker, sql: str, made: Plan) -> None:
         """Post-processing (the select list's arithmetic, HAVING, ORDER BY, LIMIT) that
         fails whatever the values (a cast to a type the values cannot take, a number beyond
-        DuckDB's range) would fail after the charge: it is tried over an empty relation now,
-        and such a query is refused, free."""
+        DuckDB's range) would fail after the charge: it is tried now on a row of zeros and
+        on a row of ones (``PostProcessor.check``), and such a query is refused, free."""
 
         def columns() -> tuple[ColumnDescription, ...]:
             self.post.check(made.released_columns, made.post_sql)

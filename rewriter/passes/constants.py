@@ -1,7 +1,7 @@
 """The constant expressions of the bounded query, to be evaluated before it runs.
 
 DuckDB does not fail on a constant it cannot compute (``CAST('x' AS INTEGER)``,
-``9223372036854775807 + 1``, a date beyond its range) when it plans the query: it leaves it
+``3037000500 * 3037000500``, a date beyond its range) when it plans the query: it leaves it
 in place and fails on the first row that evaluates it. Under a condition
 (``CASE WHEN income > 3945259 THEN CAST('x' AS INTEGER) … END``) the error would tell
 whether some row meets the condition, around the noise, for any ε. So the proxy evaluates
