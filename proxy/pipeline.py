@@ -206,8 +206,7 @@ class Pipeline:
         on a row of ones (``PostProcessor.check``), and such a query is refused, free."""
 
         def columns() -> tuple[ColumnDescription, ...]:
-            self.post.check(made.released_columns, made.post_sql)
-            return self.post.describe(made.released_columns, made.post_sql).columns
+            return self.post.check(made.released_columns, made.post_sql)
 
         try:
             self.described.get(made, None, columns)

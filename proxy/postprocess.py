@@ -69,16 +69,19 @@ class PostProcessor:
         """The post-query's columns, computed over an empty relation."""
         return self._query(columns, (), post_sql)
 
-    def check(self, columns: Sequence[tuple[str, str]], post_sql: str) -> None:
-        """Raise PostProcessError if the post-query fails whatever the noisy values: over
-        a row of zeros and over a row of ones (so ``ln(COUNT(*))``, which fails only on 0,
-        passes). Run before the charge."""
+    def check(
+        self, columns: Sequence[tuple[str, str]], post_sql: str
+    ) -> tuple[ColumnDescription, ...]:
+        """The post-query's columns, or PostProcessError if it fails whatever the noisy
+        values: it runs over a row of zeros, else over a row of ones (so ``ln(COUNT(*))``,
+        which fails only on 0, passes). Run before the charge."""
         if _projection(tuple(columns), post_sql) is not None:
-            return
+            return self.describe(columns, post_sql).columns
         try:
-            self._query(columns, [[_sample(kind, 0) for _, kind in columns]], post_sql)
+            ran = self._query(columns, [[_sample(kind, 0) for _, kind in columns]], post_sql)
         except PostProcessError:
-            self._query(columns, [[_sample(kind, 1) for _, kind in columns]], post_sql)
+            ran = self._query(columns, [[_sample(kind, 1) for _, kind in columns]], post_sql)
+        return ran.columns
 
     def _query(
         self, columns: Sequence[tuple[str, str]], rows: Sequence[Sequence[object]], sql: str

@@ -216,7 +216,7 @@ def _constant_arguments(node: exp.Expr, where: str, *, raw: bool = True) -> None
     if isinstance(node, exp.Substring):
         start, length = node.args.get("start"), node.args.get("length")
         for value, least in ((start, -_MAX_INT4), (length, 0)):
-            if value is not None and _constant_integer(value, least, _MAX_INT4) is None:
+            if value is not None and constant_integer(value, least, _MAX_INT4) is None:
                 raise Rejected(
                     f"{written} in {where}: substring needs constant whole numbers for its "
                     "start and length (a length of 0 or more); other values could fail on "
@@ -239,7 +239,7 @@ def _constant_arguments(node: exp.Expr, where: str, *, raw: bool = True) -> None
         digits = node.args.get("decimals")
         bound = MAX_ROUND_DIGITS
         least = 0 if raw else -bound  # raw DECIMAL(38,0) values overflow when rounded up
-        if digits is not None and _constant_integer(digits, least, bound) is None:
+        if digits is not None and constant_integer(digits, least, bound) is None:
             raise Rejected(
                 f"{written} in {where}: round(x, d) needs a constant whole number d from "
                 f"{least} to {bound}",
@@ -298,7 +298,7 @@ def _number_in_range(node: exp.Literal, where: str) -> None:
     )
 
 
-def _constant_integer(node: exp.Expr, least: int, most: int) -> int | None:
+def constant_integer(node: exp.Expr, least: int, most: int) -> int | None:
     """The whole number a literal (or a negated one) spells, if within [least, most]."""
     negative = isinstance(node, exp.Neg)
     literal = node.this if negative else node
@@ -360,18 +360,11 @@ def _moment_literal(node: exp.Cast, where: str) -> None:
     years fit a DATE but not a TIMESTAMP, which DuckDB would find out only on the rows
     where the value is converted (``date_trunc('month', CASE … THEN DATE '300000-01-01'
     …)``)."""
+    if isinstance(node.this, exp.Null):
+        return
     text = node.this.name if isinstance(node.this, exp.Literal) else ""
     date = node.to.this == exp.DataType.Type.DATE
-    try:
-        if date and _DATE_TEXT.fullmatch(text):
-            dt.date.fromisoformat(text.strip())
-            return
-        if not date and _TIME_TEXT.fullmatch(text):
-            dt.datetime.fromisoformat(text.strip())
-            return
-    except ValueError:
-        pass
-    if isinstance(node.this, exp.Null):
+    if _is_moment(text, date=date):
         return
     kind = "date" if date else "timestamp"
     raise Rejected(
@@ -411,7 +404,8 @@ def _numeric(
 
 
 def _comparable(node: exp.Expr, operands: list[exp.Expr], scope: Scope, where: str) -> None:
-    kinds = {_kind(o, scope, where) for o in operands} - {NULL}
+    each = [_kind(o, scope, where) for o in operands]
+    kinds = set(each) - {NULL}
     if kinds == {NUMBER}:
         _one_decimal_column(node, operands, scope, where)
         _spell_as_doubles(operands, scope)
@@ -420,12 +414,12 @@ def _comparable(node: exp.Expr, operands: list[exp.Expr], scope: Scope, where: s
     if LITERAL_TEXT in kinds and len(kinds - {LITERAL_TEXT}) == 1:
         (other,) = kinds - {LITERAL_TEXT}
         if other != TEXT:
-            for operand in operands:
-                if _kind(operand, scope, where) == LITERAL_TEXT:
+            for operand, kind in zip(operands, each, strict=True):
+                if kind == LITERAL_TEXT:
                     operand.replace(_typed_literal(operand, other, node, where))
         return
     if kinds == {DATE, TIME} and not any(
-        _kind(o, scope, where) == DATE and o.find(exp.Column) for o in operands
+        kind == DATE and o.find(exp.Column) for o, kind in zip(operands, each, strict=True)
     ):
         return  # a literal date compared with a timestamp
     raise Rejected(
@@ -524,11 +518,9 @@ def _typed_literal(literal: exp.Expr, kind: str, node: exp.Expr, where: str) -> 
     try:
         if kind == NUMBER and _NUMBER_TEXT.fullmatch(text) and math.isfinite(float(text)):
             return exp.Literal.number(text.strip())
-        if kind == DATE and _DATE_TEXT.fullmatch(text):
-            dt.date.fromisoformat(text.strip())
+        if kind == DATE and _is_moment(text, date=True):
             return exp.cast(exp.Literal.string(text.strip()), exp.DataType.Type.DATE)
-        if kind == TIME and _TIME_TEXT.fullmatch(text):
-            dt.datetime.fromisoformat(text.strip())
+        if kind == TIME and _is_moment(text, date=False):
             return exp.cast(exp.Literal.string(text.strip()), exp.DataType.Type.TIMESTAMP)
         if kind == BOOLEAN and text.strip().lower() in _BOOLEANS:
             return exp.Boolean(this=_BOOLEANS[text.strip().lower()])
@@ -540,3 +532,14 @@ def _typed_literal(literal: exp.Expr, kind: str, node: exp.Expr, where: str) -> 
         hint="write a number as 5, a date as '2024-01-31', a timestamp as "
         "'2024-01-31 08:00:00', a boolean as true",
     )
+
+
+def _is_moment(text: str, *, date: bool) -> bool:
+    """Whether ``text`` is a valid date (``date``) or timestamp within the years 1 to
+    9999, written as 2024-01-31 or 2024-01-31 08:00:00."""
+    try:
+        if date:
+            return bool(_DATE_TEXT.fullmatch(text)) and bool(dt.date.fromisoformat(text.strip()))
+        return bool(_TIME_TEXT.fullmatch(text)) and bool(dt.datetime.fromisoformat(text.strip()))
+    except ValueError:
+        return False

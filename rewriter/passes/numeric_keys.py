@@ -38,7 +38,7 @@ from rewriter.catalog import ColumnType
 from rewriter.errors import Rejected
 from rewriter.intervals import Interval, interval_of
 from rewriter.passes.check_predicate import check_predicate
-from rewriter.passes.check_types import MAX_ROUND_DIGITS
+from rewriter.passes.check_types import MAX_ROUND_DIGITS, constant_integer
 from rewriter.scope import Scope
 from rewriter.sql_values import as_double, in_double_range, integer, number
 from rewriter.underflow import flushed_bounds
@@ -334,8 +334,8 @@ class _Builder:
     def round(self, node: exp.Round) -> _Number:
         inner = self.number(node.this)
         decimals = node.args.get("decimals")
-        digits = 0 if decimals is None else _constant_integer(decimals)
-        if digits is None or abs(digits) > MAX_DIGITS:
+        digits = 0 if decimals is None else constant_integer(decimals, -MAX_DIGITS, MAX_DIGITS)
+        if digits is None:
             raise Rejected(
                 f"GROUP BY {_written(self.original)}: round(x, d) needs a constant whole "
                 f"number d from -{MAX_DIGITS} to {MAX_DIGITS}",
@@ -450,14 +450,6 @@ def _without_nulls(node: exp.Expr) -> exp.Expr:
 def _extra(node: exp.Expr, *names: str) -> bool:
     """Whether ``node`` has one of these optional arguments (other dialects' forms)."""
     return any(node.args.get(name) is not None for name in names)
-
-
-def _constant_integer(node: exp.Expr) -> int | None:
-    negative = isinstance(node, exp.Neg)
-    value = node.this if negative else node
-    if isinstance(value, exp.Literal) and not value.is_string and _INTEGER.fullmatch(value.this):
-        return -int(value.this) if negative else int(value.this)
-    return None
 
 
 def _p(node: exp.Expr) -> exp.Expr:
