@@ -25,10 +25,14 @@ import duckdb
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from proxy.backends import column_type  # noqa: E402
+from proxy.backends import (  # noqa: E402
+    SCHEMA_QUERY,
+    column_digits,
+    column_types,
+    group_declared,
+)
 from rewriter import (  # noqa: E402
     ColumnPolicy,
-    ColumnType,
     PlanRequest,
     TablePolicy,
     build_catalog,
@@ -176,14 +180,10 @@ def main() -> None:
     args = parser.parse_args()
     path = database(args.sf, args.data)
     conn = duckdb.connect(str(path), read_only=True)
-    rows = conn.execute(
-        "SELECT table_name, column_name, data_type FROM information_schema.columns "
-        "WHERE table_schema = 'main'"
-    ).fetchall()
-    columns: dict[str, dict[str, ColumnType]] = {}
-    for table, column, declared in rows:
-        columns.setdefault(str(table), {})[str(column)] = column_type(str(declared))
-    catalog = build_catalog(columns, POLICIES, schema="main")
+    declared = group_declared(conn.execute(SCHEMA_QUERY.format(placeholder="'main'")).fetchall())
+    catalog = build_catalog(
+        column_types(declared), POLICIES, schema="main", digits=column_digits(declared)
+    )
     per_customer = conn.execute(
         "SELECT quantile_cont(n, [0.5, 0.99]), max(n) FROM (SELECT o_custkey, COUNT(*) AS n "
         "FROM lineitem JOIN orders ON l_orderkey = o_orderkey GROUP BY o_custkey)"

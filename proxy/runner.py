@@ -12,7 +12,7 @@ from accountant import AdminChange
 from proxy.admin.seed import configured, current_actor, differences
 from proxy.answers import AnswerCache, duckdb_file_version, no_version
 from proxy.app import DpproxyApp
-from proxy.backends import Backend, column_types
+from proxy.backends import Backend, column_digits, column_types
 from proxy.backends.duckdb import DuckDBBackend
 from proxy.backends.postgres import PostgresBackend
 from proxy.catalog import CatalogResponder
@@ -77,8 +77,12 @@ async def run(settings: Settings, on_ready: Callable[[int], None]) -> None:
     ledger: AsyncLedger | None = None
     try:
         declared = await backend.schema_declared(settings.backend.schema_or_default)
-        columns = column_types(declared)
-        catalog = build_catalog(columns, settings.tables, schema=settings.backend.schema_or_default)
+        catalog = build_catalog(
+            column_types(declared),
+            settings.tables,
+            schema=settings.backend.schema_or_default,
+            digits=column_digits(declared),
+        )
         ledger = AsyncLedger(settings.state.location)
         recovered = ledger.recover_interrupted()
         if recovered:

@@ -41,6 +41,10 @@ class ColumnInfo:
     name: str
     type: ColumnType
     policy: ColumnPolicy
+    #: (integer digits, decimal places) of a DECIMAL that holds every value of the column
+    #: exactly, from its declared type (INTEGER: (10, 0), DECIMAL(15,2): (13, 2)); None
+    #: when unknown or when no DECIMAL does (HUGEINT, floats, an unconstrained NUMERIC).
+    digits: tuple[int, int] | None = None
 
     @property
     def whole_bounds(self) -> tuple[int, int] | None:
@@ -139,8 +143,12 @@ def build_catalog(
     policies: Mapping[str, TablePolicy],
     *,
     schema: str,
+    digits: Mapping[str, Mapping[str, tuple[int, int]]] | None = None,
 ) -> Catalog:
     """Combine the backend's columns (table -> column -> type) with the table policies.
+
+    ``digits`` (table -> column -> (integer digits, decimal places)) gives the numeric
+    columns whose declared type one DECIMAL holds exactly (``ColumnInfo.digits``).
 
     Only tables with a policy are visible. Raises PolicyError naming the table or column
     when a policy refers to something the database does not have.
@@ -177,8 +185,14 @@ def build_catalog(
                 f"[tables.{table_name}.columns.{col}]", col_policy, columns[col.lower()]
             )
         col_policies = {c.lower(): p for c, p in policy.columns.items()}
+        declared = {c.lower(): d for c, d in (digits or {}).get(db_name, {}).items()}
         infos = {
-            name: ColumnInfo(spelled[name], ty, col_policies.get(name, ColumnPolicy()))
+            name: ColumnInfo(
+                spelled[name],
+                ty,
+                col_policies.get(name, ColumnPolicy()),
+                declared.get(name) if ty in (ColumnType.INTEGER, ColumnType.DECIMAL) else None,
+            )
             for name, ty in columns.items()
         }
         tables[key] = TableInfo(schema=schema, name=db_name, columns=infos, policy=policy)

@@ -124,5 +124,46 @@ def column_types(schema: Schema) -> dict[str, dict[str, ColumnType]]:
     }
 
 
+#: Integer types (information_schema's data_type, lower case) and the decimal digits that
+#: hold each one's every value; HUGEINT needs 39, more than a DECIMAL has.
+_INTEGER_DIGITS = {
+    "tinyint": 3,
+    "utinyint": 3,
+    "smallint": 5,
+    "usmallint": 5,
+    "integer": 10,
+    "uinteger": 10,
+    "bigint": 19,
+    "ubigint": 20,
+}
+
+
+def column_digits(schema: Schema) -> dict[str, dict[str, tuple[int, int]]]:
+    """table -> column -> (integer digits, decimal places) of a DECIMAL that holds every
+    value of the column exactly, for the integer and DECIMAL(p, s) columns that have one
+    (rewriter.catalog.ColumnInfo.digits)."""
+    found: dict[str, dict[str, tuple[int, int]]] = {}
+    for table, columns in schema.items():
+        for name, declared in columns.items():
+            digits = declared_digits(declared)
+            if digits is not None:
+                found.setdefault(table, {})[name] = digits
+    return found
+
+
+def declared_digits(declared: DeclaredType) -> tuple[int, int] | None:
+    """A DECIMAL(p, s) column's (p - s, s); an integer type's digits; None for others
+    (an unconstrained PostgreSQL NUMERIC reports no precision)."""
+    lowered = declared.name.strip().lower()
+    if lowered in _INTEGER_DIGITS:
+        return _INTEGER_DIGITS[lowered], 0
+    precision, scale = declared.precision, declared.scale
+    if column_type(lowered) is not ColumnType.DECIMAL or precision is None or scale is None:
+        return None
+    if not 0 <= scale <= precision:
+        return None
+    return precision - scale, scale
+
+
 def _int_or_none(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -168,13 +168,14 @@ def _kind(node: exp.Expr, scope: Scope, where: str, *, raw: bool = True) -> str:
     if isinstance(node, exp.Extract) and raw:  # inside aggregates: rewriter.intervals
         return _extract(node, scope, where)
     if isinstance(node, _COMPARISONS):
-        _comparable(node, [node.this, node.expression], scope, where)
+        _comparable(node, [node.this, node.expression], scope, where, raw=raw)
         return BOOLEAN
     if isinstance(node, exp.Between):
-        _comparable(node, [node.this, node.args["low"], node.args["high"]], scope, where)
+        operands = [node.this, node.args["low"], node.args["high"]]
+        _comparable(node, operands, scope, where, raw=raw)
         return BOOLEAN
     if isinstance(node, exp.In):
-        _comparable(node, [node.this, *node.expressions], scope, where)
+        _comparable(node, [node.this, *node.expressions], scope, where, raw=raw)
         return BOOLEAN
     if isinstance(node, exp.Neg):
         return _numeric(node, [node.this], scope, where, [_kind(node.this, scope, where, raw=raw)])
@@ -403,12 +404,14 @@ def _numeric(
     return NUMBER
 
 
-def _comparable(node: exp.Expr, operands: list[exp.Expr], scope: Scope, where: str) -> None:
+def _comparable(
+    node: exp.Expr, operands: list[exp.Expr], scope: Scope, where: str, *, raw: bool
+) -> None:
     each = [_kind(o, scope, where) for o in operands]
     kinds = set(each) - {NULL}
     if kinds == {NUMBER}:
         _one_decimal_column(node, operands, scope, where)
-        _spell_as_doubles(operands, scope)
+        _spell_as_doubles(operands, scope, raw=raw)
     if len(kinds) <= 1:
         return
     if LITERAL_TEXT in kinds and len(kinds - {LITERAL_TEXT}) == 1:
@@ -450,19 +453,20 @@ def _common(node: exp.Expr, scope: Scope, where: str, *, raw: bool = True) -> st
     if kind == NUMBER:
         if raw:  # inside aggregates columns are cleaned (as DOUBLE or BIGINT) first
             _one_decimal_column(node, values, scope, where)
-        _spell_as_doubles(values, scope)
+        _spell_as_doubles(values, scope, raw=raw)
     return TEXT if kind == LITERAL_TEXT else kind
 
 
 def _one_decimal_column(node: exp.Expr, operands: list[exp.Expr], scope: Scope, where: str) -> None:
-    """Refuse comparing or choosing between a DECIMAL column and another column: DuckDB
-    would cast both to a decimal type that extreme values of either overflow, and
-    PostgreSQL a NUMERIC beyond DOUBLE's range to DOUBLE (errors on those rows only)."""
+    """Refuse comparing or choosing between a DECIMAL column and another column, unless
+    one DECIMAL holds every value of each (``_one_decimal``): DuckDB would cast both to a
+    decimal type that extreme values of either overflow, and PostgreSQL a NUMERIC beyond
+    DOUBLE's range to DOUBLE (errors on those rows only)."""
     with_columns = [o for o in operands if o.find(exp.Column)]
     if len(with_columns) < 2:
         return
     types = {scope.info(c).type for o in with_columns for c in o.find_all(exp.Column)}
-    if ColumnType.DECIMAL in types:
+    if ColumnType.DECIMAL in types and not _one_decimal(operands, scope):
         raise Rejected(
             f"{node.sql(dialect='postgres')} in {where} compares a decimal column with "
             "another column; their common type could overflow on extreme values, and the "
@@ -471,7 +475,7 @@ def _one_decimal_column(node: exp.Expr, operands: list[exp.Expr], scope: Scope, 
         )
 
 
-def _spell_as_doubles(operands: list[exp.Expr], scope: Scope) -> None:
+def _spell_as_doubles(operands: list[exp.Expr], scope: Scope, *, raw: bool) -> None:
     """Number literals met with a DECIMAL column, and fractions met with any number,
     spelled with an exponent (``5e-1``): DuckDB then reads them as DOUBLE and compares the
     column as DOUBLE, which never fails. Otherwise it would cast the column, or the
@@ -479,7 +483,13 @@ def _spell_as_doubles(operands: list[exp.Expr], scope: Scope) -> None:
     the literal, can overflow it on the first row compared (``h > 0.5``, ``d > 10`` for a
     DECIMAL(38,37) ``d``): an error that depends on the data. PostgreSQL reads such a
     literal as NUMERIC, exactly as before. Changed in place: a subquery's stand-in keeps
-    its identity."""
+    its identity.
+
+    Raw columns and literals that one DECIMAL holds exactly (``_one_decimal``: TPC-H's
+    ``l_discount BETWEEN 0.05 AND 0.07`` on a DECIMAL(15,2)) keep their spelling: DuckDB
+    compares them exactly and can push the comparison into the scan."""
+    if raw and _one_decimal(operands, scope):
+        return
     decimal_column = any(
         scope.info(column).type is ColumnType.DECIMAL
         for operand in operands
@@ -491,6 +501,46 @@ def _spell_as_doubles(operands: list[exp.Expr], scope: Scope) -> None:
             continue
         if decimal_column or not literal.is_int:
             literal.set("this", f"{decimal.Decimal(literal.this):e}")
+
+
+#: The widest DECIMAL: DuckDB's common type of two decimals has max(integer digits) +
+#: max(decimal places) digits, and fails on the values that do not fit beyond this.
+DECIMAL_DIGITS = 38
+
+
+def _one_decimal(operands: list[exp.Expr], scope: Scope) -> bool:
+    """Whether ``operands`` (NULL, number literals and raw columns only) all fit one
+    DECIMAL exactly: then DuckDB's common type of any two of them holds both, and no value
+    fails to convert. Measured on DuckDB 1.5 for every integer type and 40 decimal types,
+    against 300 literals and each other, extreme values stored. A column's digits come
+    from its declared type (``ColumnInfo.digits``); None (unknown, HUGEINT, a float,
+    a derived column) answers False."""
+    found: list[tuple[int, int]] = []
+    for operand in operands:
+        if isinstance(operand, exp.Null):
+            continue
+        digits = _exact_digits(operand, scope)
+        if digits is None:
+            return False
+        found.append(digits)
+    return bool(found) and (
+        max(whole for whole, _ in found) + max(places for _, places in found) <= DECIMAL_DIGITS
+    )
+
+
+def _exact_digits(operand: exp.Expr, scope: Scope) -> tuple[int, int] | None:
+    if isinstance(operand, exp.Column):
+        return scope.info(operand).digits
+    literal = operand.this if isinstance(operand, exp.Neg) else operand
+    if not isinstance(literal, exp.Literal) or literal.is_string:
+        return None
+    try:
+        sign, digits, exponent = decimal.Decimal(literal.this).as_tuple()
+    except decimal.InvalidOperation:
+        return None
+    if not isinstance(exponent, int):
+        return None  # NaN or infinity
+    return max(1, len(digits) + exponent), max(0, -exponent)
 
 
 _NUMBER_TEXT = re.compile(r"\s*[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*")
