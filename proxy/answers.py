@@ -95,21 +95,25 @@ class CachedAnswer:
 
 
 class AnswerCache:
-    """A bounded, in-memory map from CacheKey to the noisy release first answered."""
+    """A bounded, in-memory map from CacheKey to the noisy release first answered.
+
+    Each analyst has a least-recently-used map of their own, of ``size`` entries: one
+    analyst's queries never push another's answers out (a flood of queries at ε = 1e-9
+    would otherwise make everyone pay again for their repeated queries)."""
 
     def __init__(
         self,
         data_version: DataVersion,
         *,
         ttl_seconds: float,
-        size: int = 4096,
+        size: int = 1024,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._data_version = data_version
         self._ttl = ttl_seconds
         self._size = size
         self._clock = clock
-        self._entries: OrderedDict[CacheKey, CachedAnswer] = OrderedDict()
+        self._analysts: dict[str, OrderedDict[CacheKey, CachedAnswer]] = {}
 
     @property
     def enabled(self) -> bool:
@@ -122,13 +126,14 @@ class AnswerCache:
     def get(self, key: CacheKey, version: Hashable) -> CachedAnswer | None:
         if not self.enabled:
             return None
-        found = self._entries.get(key)
-        if found is None:
+        entries = self._analysts.get(key.analyst)
+        found = None if entries is None else entries.get(key)
+        if entries is None or found is None:
             return None
         if found.version != version or self._clock() - found.stored_at > self._ttl:
-            del self._entries[key]
+            del entries[key]
             return None
-        self._entries.move_to_end(key)
+        entries.move_to_end(key)
         return found
 
     def put(
@@ -136,7 +141,8 @@ class AnswerCache:
     ) -> None:
         if not self.enabled:
             return
-        self._entries[key] = CachedAnswer(release, cost, released_at, version, self._clock())
-        self._entries.move_to_end(key)
-        while len(self._entries) > self._size:
-            self._entries.popitem(last=False)
+        entries = self._analysts.setdefault(key.analyst, OrderedDict())
+        entries[key] = CachedAnswer(release, cost, released_at, version, self._clock())
+        entries.move_to_end(key)
+        while len(entries) > self._size:
+            entries.popitem(last=False)

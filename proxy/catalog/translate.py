@@ -105,7 +105,7 @@ def translate(
     ``parameters`` are the text values of $1, $2, ... (extended protocol). Raises
     CatalogRefused for a catalog query dpproxy cannot answer.
     """
-    tree = catalog_tree(sql)
+    tree = catalog_tree(sql, session.user)
     if tree is None:
         return None
     names = _output_names(tree)
@@ -120,7 +120,7 @@ def remembered_translation(
 ) -> Translation | None:
     """As translate(), remembering the translations of short statements (a translation is
     a pure function of the statement, the session values and the parameters)."""
-    if len(sql) > CACHED_LENGTH or catalog_tree(sql) is None:
+    if len(sql) > CACHED_LENGTH or catalog_tree(sql, session.user) is None:
         return translate(sql, session, parameters)
     settings = tuple(session.settings.items())
     return _translate_cached(
@@ -139,13 +139,18 @@ def _translate_cached(
     return translate(sql, SessionValues(user, database, version, dict(settings)), parameters)
 
 
-def catalog_tree(sql: str) -> exp.Expression | None:
+def catalog_tree(sql: str, analyst: str) -> exp.Expression | None:
     """The parsed query if ``sql`` is a catalog query, else None; raises CatalogRefused.
 
-    Remembered by text (most statements a client sends repeat): the tree returned is shared
-    and must not be changed, so translate() rewrites a copy.
+    Remembered by text for each analyst (most statements a client sends repeat): the tree
+    returned is shared and must not be changed, so translate() rewrites a copy. Not across
+    analysts: a remembered statement is answered faster than a parsed one, and the time
+    would tell one analyst which statements another sent.
     """
-    tree, refusal = _classify_cached(sql) if len(sql) <= CACHED_LENGTH else _classify(sql)
+    if len(sql) <= CACHED_LENGTH:
+        tree, refusal = _classify_cached(sql, analyst)
+    else:
+        tree, refusal = _classify(sql)
     if refusal is not None:
         raise CatalogRefused(refusal.message, refusal.hint)
     return tree
@@ -161,7 +166,9 @@ def _classify(sql: str) -> tuple[exp.Expression | None, CatalogRefused | None]:
     return tree, None
 
 
-_classify_cached = functools.lru_cache(maxsize=PARSE_CACHE_SIZE)(_classify)
+@functools.lru_cache(maxsize=PARSE_CACHE_SIZE)
+def _classify_cached(sql: str, analyst: str) -> tuple[exp.Expression | None, CatalogRefused | None]:
+    return _classify(sql)
 
 
 def _bottom_up(

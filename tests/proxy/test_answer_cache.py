@@ -8,6 +8,7 @@ import asyncio
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -90,6 +91,32 @@ def test_other_analyst_or_parameters_pay(pipeline: Pipeline) -> None:
         assert [r.decision for r in records] == [Decision.ACCEPTED] * decisions
 
 
+def test_other_analysts_queries_do_not_push_an_answer_out(
+    database: Path, tmp_path: Path, clock: Clock
+) -> None:
+    ledger = AsyncLedger(tmp_path / "state.db")
+    cache = AnswerCache(duckdb_file_version(database), ttl_seconds=60, size=2, clock=clock)
+    backend = DuckDBBackend(database, timeout_seconds=10)
+    pipeline = Pipeline(
+        catalog("main"), backend, ledger, OpenDPNoise(), PostProcessor(), answers=cache
+    )
+    alice = session(pipeline)
+    (first,) = ask(alice, SQL)
+    ask(
+        session(pipeline, "bob"),
+        "SELECT COUNT(*) FROM visits",
+        "SELECT SUM(stay) FROM visits",
+        "SELECT AVG(stay) FROM visits",
+    )
+    (again,) = ask(alice, SQL)
+    ask(alice, "SELECT COUNT(*) FROM visits", "SELECT SUM(stay) FROM visits")
+    (third,) = ask(alice, SQL)  # alice's own queries do push it out
+    decisions = [r.decision for r in asyncio.run(ledger.records("alice", ()))]
+    ledger.close()
+    assert again.rows == first.rows
+    assert decisions == [Decision.ACCEPTED, Decision.CACHED, *[Decision.ACCEPTED] * 3]
+
+
 def test_changed_data_or_admin_clear_pay(
     pipeline: Pipeline, database: Path, tmp_path: Path
 ) -> None:
@@ -151,3 +178,25 @@ def test_the_same_query_spelled_with_a_table_alias_shares_the_answer(pipeline: P
     first, aliased = ask(s, SQL, "SELECT COUNT(*) AS n, SUM(v.stay) AS s FROM visits v")
     assert aliased.rows == first.rows
     assert "this answer was cached" in aliased.notices[0].message
+
+
+def test_an_answer_whose_record_failed_is_not_given_again(
+    pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The answer is cached only once its release is on record: a state store that fails
+    to complete the record leaves nothing that a retry could be given for free."""
+    complete = pipeline.ledger.complete
+    failures = [OSError("disk full")]
+
+    async def failing_once(*args: Any, **kwargs: Any) -> Any:
+        if failures:
+            raise failures.pop()
+        return await complete(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline.ledger, "complete", failing_once)
+    s = session(pipeline)
+    with pytest.raises(OSError, match="disk full"):
+        ask(s, SQL)
+    ask(s, SQL)
+    records = asyncio.run(pipeline.ledger.records("alice", ()))
+    assert records[-1].decision is Decision.ACCEPTED

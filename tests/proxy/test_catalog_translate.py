@@ -7,7 +7,13 @@ import pytest
 
 from proxy.catalog.database import CatalogDatabase
 from proxy.catalog.text import pg_text
-from proxy.catalog.translate import CatalogRefused, SessionValues, translate
+from proxy.catalog.translate import (
+    CatalogRefused,
+    SessionValues,
+    _classify_cached,
+    catalog_tree,
+    translate,
+)
 from rewriter import Catalog, ColumnType, TablePolicy, build_catalog
 
 SESSION = SessionValues(
@@ -170,3 +176,15 @@ def test_text_format() -> None:
     assert pg_text(["a b", None, ""]) == '{"a b",NULL,""}'
     assert pg_text(1.0) == "1"
     assert pg_text(None) is None
+
+
+def test_statements_are_remembered_for_each_analyst_apart() -> None:
+    """A remembered statement is classified faster than a parsed one: across analysts,
+    the time would tell one which statements another sent."""
+    sql = "SELECT COUNT(*) FROM patients WHERE zip3 = '941' AND birth_year = 1961"
+    before = _classify_cached.cache_info()
+    assert catalog_tree(sql, "alice") is None
+    assert catalog_tree(sql, "bob") is None
+    assert catalog_tree(sql, "alice") is None
+    after = _classify_cached.cache_info()
+    assert (after.misses - before.misses, after.hits - before.hits) == (2, 1)

@@ -107,7 +107,10 @@ def test_plan_cache_keeps_recent_plans_only() -> None:
         )
     }
     for sql, made in plans.items():
-        cache.put(sql, PlanRequest(1.0), made)
-    assert cache.get("SELECT COUNT(*) FROM visits", PlanRequest(1.0)) is None  # evicted
-    assert cache.get("SELECT AVG(stay) FROM visits", PlanRequest(1.0)) is not None
-    assert cache.get("SELECT AVG(stay) FROM visits", PlanRequest(0.5)) is None  # other ε
+        cache.put("alice", sql, PlanRequest(1.0), made)
+    assert cache.get("alice", "SELECT COUNT(*) FROM visits", PlanRequest(1.0)) is None  # evicted
+    assert cache.get("alice", "SELECT AVG(stay) FROM visits", PlanRequest(1.0)) is not None
+    assert cache.get("alice", "SELECT AVG(stay) FROM visits", PlanRequest(0.5)) is None  # other ε
+    # Another analyst's plans are not shared: their time to Describe would tell bob which
+    # queries alice asked.
+    assert cache.get("bob", "SELECT AVG(stay) FROM visits", PlanRequest(1.0)) is None
