@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
 from decimal import Decimal
+from typing import NamedTuple
 
 from accountant import AnalystBudget, Epsilon, InvalidAmount, Mechanism, Rho
 from accountant.budget import delta_units, format_delta, parse_delta
@@ -88,6 +92,24 @@ REPORTED_PARAMETERS = {
 }
 
 
+@dataclass(frozen=True)
+class _Settings:
+    """Everything SET and RESET change, as saved at BEGIN and at each SAVEPOINT."""
+
+    epsilon: Epsilon
+    mechanism: Mechanism
+    delta: Decimal
+    report: Report
+    bias_check: bool
+    parameters: Mapping[str, str]
+
+
+class _Savepoint(NamedTuple):
+    name: str
+    settings: _Settings  # restored by ROLLBACK TO
+    kept: _Settings  # what COMMIT would have kept then
+
+
 class AnalystSession:
     def __init__(
         self,
@@ -111,7 +133,11 @@ class AnalystSession:
         self._report_mode: Report = "notice"
         self._bias_check = False
         self._token: CancelToken | None = None
-        self._savepoints: list[str] = []
+        # In a transaction block: the settings at BEGIN (ROLLBACK restores them) and those
+        # COMMIT keeps (changed by plain SET and RESET, not by SET LOCAL), as PostgreSQL does.
+        self._begun: _Settings | None = None
+        self._kept: _Settings | None = None
+        self._savepoints: list[_Savepoint] = []
 
     @property
     def transaction_status(self) -> TransactionStatus:
@@ -227,30 +253,78 @@ class AnalystSession:
                     tag="BEGIN", notices=(_warning("there is already a transaction in progress"),)
                 )
             self._status = TransactionStatus.IN_TRANSACTION
+            self._begun = self._kept = self._settings()
             return StatementResult(tag="BEGIN")
         if statement.kind in _CLEANUP_KINDS:
             return self._transaction_statement(statement)
         if statement.kind in (Kind.COMMIT, Kind.ROLLBACK):
             was = self._status
+            committed = statement.kind is Kind.COMMIT and was is TransactionStatus.IN_TRANSACTION
+            restored = self._kept if committed else self._begun
             self._status = TransactionStatus.IDLE
             self._savepoints.clear()
+            self._begun = self._kept = None
             tag = "COMMIT" if statement.kind is Kind.COMMIT else "ROLLBACK"
-            if was is TransactionStatus.IDLE:
+            if restored is None:
                 return StatementResult(
                     tag=tag, notices=(_warning("there is no transaction in progress"),)
                 )
-            return StatementResult(tag="ROLLBACK" if was is TransactionStatus.FAILED else tag)
+            return StatementResult(
+                tag="COMMIT" if committed else "ROLLBACK",
+                parameter_status=self._restore(restored),
+            )
         if statement.kind is Kind.SHOW:
             return self._show(statement.name or "")
+        name = statement.name or ""
+        if statement.local and self._kept is None:
+            return self._set_local_outside_block(name, statement.value)
         if statement.kind is Kind.RESET:
-            return self._reset(statement.name or "")
-        return self._set(statement.name or "", statement.value)
+            result = self._reset(name)
+        else:
+            result = self._set(name, statement.value)
+        if self._kept is not None and not statement.local:
+            self._kept = _keep(self._kept, self._settings(), name)
+        return result
+
+    def _set_local_outside_block(self, name: str, value: str | None) -> StatementResult:
+        """As PostgreSQL: a warning, and no effect (the value is still checked)."""
+        saved = self._settings()
+        self._set(name, value)
+        self._restore(saved)
+        message = "SET LOCAL can only be used in transaction blocks"
+        return StatementResult(tag="SET", notices=(_warning(message, NO_ACTIVE_SQL_TRANSACTION),))
+
+    def _settings(self) -> _Settings:
+        return _Settings(
+            epsilon=self._epsilon,
+            mechanism=self._mechanism,
+            delta=self._delta,
+            report=self._report_mode,
+            bias_check=self._bias_check,
+            parameters=dict(self._parameters),
+        )
+
+    def _restore(self, settings: _Settings) -> tuple[tuple[str, str], ...]:
+        """Put ``settings`` back; the ParameterStatus messages of reported values changed."""
+        changed = tuple(
+            (reported, settings.parameters[name])
+            for name, reported in REPORTED_PARAMETERS.items()
+            if settings.parameters[name] != self._parameters[name]
+        )
+        self._epsilon = settings.epsilon
+        self._mechanism = settings.mechanism
+        self._delta = settings.delta
+        self._report_mode = settings.report
+        self._bias_check = settings.bias_check
+        self._parameters = dict(settings.parameters)
+        return changed
 
     def _transaction_statement(self, statement: SessionStatement) -> StatementResult:
         """SAVEPOINT, RELEASE, ROLLBACK TO, DISCARD and DEALLOCATE. Prepared statements
         are the server's: it drops them after DEALLOCATE or DISCARD ALL succeeds here."""
         name = statement.name or ""
-        in_block = self._status is not TransactionStatus.IDLE
+        kept = self._kept  # None outside a transaction block
+        in_block = kept is not None
         if statement.kind is Kind.DEALLOCATE:
             return StatementResult(tag="DEALLOCATE" if statement.name else "DEALLOCATE ALL")
         if statement.kind is Kind.DISCARD:
@@ -262,22 +336,25 @@ class AnalystSession:
                 self._reset("all")
             return StatementResult(tag=f"DISCARD {name.upper()}")
         what = "SAVEPOINT" if statement.kind is Kind.SAVEPOINT else statement.kind.value
-        if not in_block:
+        if kept is None:
             raise QueryError(
                 NO_ACTIVE_SQL_TRANSACTION, f"{what} can only be used in transaction blocks"
             )
         if statement.kind is Kind.SAVEPOINT:
-            self._savepoints.append(name)
+            self._savepoints.append(_Savepoint(name, self._settings(), kept))
             return StatementResult(tag="SAVEPOINT")
-        if name not in self._savepoints:
+        names = [savepoint.name for savepoint in self._savepoints]
+        if name not in names:
             raise QueryError(INVALID_SAVEPOINT_SPECIFICATION, f'savepoint "{name}" does not exist')
-        position = len(self._savepoints) - 1 - self._savepoints[::-1].index(name)
+        position = len(names) - 1 - names[::-1].index(name)
         if statement.kind is Kind.RELEASE:
             del self._savepoints[position:]
             return StatementResult(tag="RELEASE")
         del self._savepoints[position + 1 :]
         self._status = TransactionStatus.IN_TRANSACTION
-        return StatementResult(tag="ROLLBACK")
+        savepoint = self._savepoints[position]
+        self._kept = savepoint.kept
+        return StatementResult(tag="ROLLBACK", parameter_status=self._restore(savepoint.settings))
 
     def _show(self, name: str) -> StatementResult:
         if name == EPSILON_PARAMETER:
@@ -509,8 +586,30 @@ _CLEANUP_KINDS = frozenset(
 )
 
 
-def _warning(message: str) -> Notice:
-    return Notice(message=message, severity="WARNING", code=WARNING)
+def _warning(message: str, code: str = WARNING) -> Notice:
+    return Notice(message=message, severity="WARNING", code=code)
+
+
+_FIELDS = {
+    EPSILON_PARAMETER: "epsilon",
+    MECHANISM_PARAMETER: "mechanism",
+    DELTA_PARAMETER: "delta",
+    REPORT_PARAMETER: "report",
+    BIAS_CHECK_PARAMETER: "bias_check",
+}
+
+
+def _keep(kept: _Settings, current: _Settings, name: str) -> _Settings:
+    """``kept`` with the value a plain SET or RESET of ``name`` (or RESET ALL) just set."""
+    if name == "all":
+        return current
+    field = _FIELDS.get(name)
+    if field is not None:
+        return dataclasses.replace(kept, **{field: getattr(current, field)})
+    if name in current.parameters:
+        parameters = {**kept.parameters, name: current.parameters[name]}
+        return dataclasses.replace(kept, parameters=parameters)
+    return kept
 
 
 def _unknown(name: str) -> QueryError:

@@ -36,6 +36,7 @@ class SessionStatement:
     # prepared statement (None for DEALLOCATE ALL).
     name: str | None = None
     value: str | None = None  # SET: the value as text (quotes removed); None = DEFAULT
+    local: bool = False  # SET LOCAL: the value lasts until the end of the transaction
 
 
 class StatementSyntaxError(Exception):
@@ -158,16 +159,17 @@ def _value(tokens: list[str]) -> str | None:
 
 def _parse_set(text: str) -> SessionStatement:
     tokens = _tokens(text)[1:]
+    local = bool(tokens) and tokens[0].lower() == "local"
     if tokens and tokens[0].lower() in ("session", "local"):
         tokens = tokens[1:]
     if not tokens:
         raise StatementSyntaxError("expected SET <parameter> = <value>")
     lowered = [t.lower() for t in tokens]
     if lowered[:2] == ["time", "zone"]:
-        return SessionStatement(Kind.SET, "timezone", _value(tokens[2:]) or "UTC")
+        return SessionStatement(Kind.SET, "timezone", _value(tokens[2:]) or "UTC", local)
     if lowered[0] in ("transaction", "characteristics", "role", "session_authorization"):
         if lowered[0] in ("transaction", "characteristics"):
-            return SessionStatement(Kind.SET, "transaction", " ".join(tokens[1:]))
+            return SessionStatement(Kind.SET, "transaction", " ".join(tokens[1:]), local)
         raise StatementSyntaxError(f"SET {tokens[0].upper()} is not supported by dpproxy")
     name = _name(tokens[0])
     rest = tokens[1:]
@@ -175,7 +177,7 @@ def _parse_set(text: str) -> SessionStatement:
         raise StatementSyntaxError(f"expected SET {name} = <value> or SET {name} TO <value>")
     if len(rest) < 2:
         raise StatementSyntaxError(f"SET {name} needs a value")
-    return SessionStatement(Kind.SET, name, _value(rest[1:]))
+    return SessionStatement(Kind.SET, name, _value(rest[1:]), local)
 
 
 def _parse_show(text: str) -> SessionStatement:

@@ -88,6 +88,28 @@ def test_psycopg_transaction_and_session_settings(server: RunningServer) -> None
     assert audit(server, "alice")[-1]["epsilon"] == "0.25"
 
 
+def test_set_local_ends_with_the_transaction(server: RunningServer) -> None:
+    """After BEGIN; SET LOCAL dpproxy.epsilon = 0.5; COMMIT the next query costs ε=1 again."""
+    notices: list[tuple[str, str | None, str]] = []
+    with psycopg.connect(server.dsn("alice"), autocommit=True) as conn:
+        conn.add_notice_handler(
+            lambda d: notices.append((d.severity, d.sqlstate, d.message_primary or ""))
+        )
+        with conn.transaction():  # BEGIN ... COMMIT
+            conn.execute("SET LOCAL dpproxy.epsilon = 0.5")
+            assert conn.execute("SHOW dpproxy.epsilon").fetchone() == ("0.5",)
+        assert conn.execute("SELECT COUNT(*) FROM visits").fetchone() is not None
+        conn.execute("SET LOCAL dpproxy.epsilon = 0.5")  # outside a transaction: no effect
+        conn.execute("BEGIN")
+        conn.execute("SET dpproxy.epsilon = 0.25")
+        conn.execute("ROLLBACK")
+        assert conn.execute("SHOW dpproxy.epsilon").fetchone() == ("1",)
+    assert "this answer cost ε=1;" in notices[0][2], notices
+    warning = ("WARNING", "25P01", "SET LOCAL can only be used in transaction blocks")
+    assert notices[1:] == [warning]
+    assert audit(server, "alice")[-1]["epsilon"] == "1"
+
+
 def test_psql_binary_shows_answer_and_notice(server: RunningServer) -> None:
     result = server.psql("alice", "SELECT COUNT(*) FROM patients")
     assert result.returncode == 0, result.stderr

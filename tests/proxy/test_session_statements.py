@@ -12,7 +12,7 @@ from accountant import AnalystBudget, Epsilon
 from proxy.extended import ExtendedQueries
 from proxy.pipeline import Asker
 from proxy.protocol.messages import Parse
-from proxy.seam import QueryError, TransactionStatus
+from proxy.seam import QueryError, StatementResult, TransactionStatus
 from proxy.session import AnalystSession
 
 
@@ -127,3 +127,141 @@ def test_an_epsilon_finer_than_the_ledger_keeps_is_refused_not_rounded_up(value:
     with pytest.raises(QueryError) as zero:
         run(s, "SET dpproxy.epsilon = 0")
     assert zero.value.hint is not None
+
+
+def shown(s: AnalystSession, name: str) -> str | None:
+    async def go() -> str | None:
+        return (await s.execute(f"SHOW {name}")).rows[0][0]
+
+    return asyncio.run(go())
+
+
+def results(s: AnalystSession, *statements: str) -> list[StatementResult]:
+    async def go() -> list[StatementResult]:
+        return [await s.execute(sql) for sql in statements]
+
+    return asyncio.run(go())
+
+
+# Each dpproxy setting and two client parameters: the default for session(), two values.
+SETTINGS = [
+    ("dpproxy.epsilon", "1", "5", "0.5"),
+    ("dpproxy.delta", "1e-9", "1e-7", "0"),
+    ("dpproxy.mechanism", "laplace", "gaussian", "laplace"),
+    ("dpproxy.report", "notice", "columns", "notice"),
+    ("dpproxy.bias_check", "off", "on", "off"),
+    ("extra_float_digits", "1", "3", "2"),
+    ("timezone", "UTC", "Europe/Paris", "Asia/Tokyo"),
+]
+
+
+@pytest.mark.parametrize(("name", "default", "one", "two"), SETTINGS)
+def test_settings_follow_postgresql_transactions(
+    name: str, default: str, one: str, two: str
+) -> None:
+    s = session()
+    # SET LOCAL lasts until the end of the transaction, COMMIT or ROLLBACK.
+    run(s, "BEGIN", f"SET LOCAL {name} = '{one}'")
+    assert shown(s, name) == one
+    run(s, "COMMIT")
+    assert shown(s, name) == default
+    run(s, "START TRANSACTION", f"SET LOCAL {name} = '{one}'", "ROLLBACK")
+    assert shown(s, name) == default
+    # ROLLBACK undoes SET, SET SESSION, RESET and RESET ALL; COMMIT keeps them.
+    run(s, "BEGIN", f"SET {name} = '{one}'", "ROLLBACK")
+    assert shown(s, name) == default
+    run(s, "BEGIN", f"SET SESSION {name} = '{one}'", "COMMIT")
+    assert shown(s, name) == one
+    run(s, "BEGIN", f"RESET {name}", "ABORT")
+    assert shown(s, name) == one
+    run(s, "BEGIN", "RESET ALL", "ROLLBACK")
+    assert shown(s, name) == one
+    # At COMMIT, SET LOCAL reverts to the value of the transaction's last plain SET.
+    run(s, "BEGIN", f"SET {name} = '{two}'", f"SET LOCAL {name} = '{default}'", "END")
+    assert shown(s, name) == two
+    run(s, "BEGIN", f"SET LOCAL {name} = '{one}'", f"SET {name} = '{default}'", "COMMIT")
+    assert shown(s, name) == default
+    run(s, "BEGIN", f"SET {name} = '{one}'", f"SET LOCAL {name} = '{two}'", "RESET ALL", "COMMIT")
+    assert shown(s, name) == default
+
+
+def test_rollback_of_a_failed_transaction_restores_the_settings() -> None:
+    s = session()
+    run(s, "BEGIN", "SET dpproxy.epsilon = 5")
+    with pytest.raises(QueryError):
+        run(s, "SELECT nonsense FROM nowhere")
+    assert run(s, "COMMIT") == ["ROLLBACK"]  # as PostgreSQL: a failed transaction rolls back
+    assert shown(s, "dpproxy.epsilon") == "1"
+    run(s, "BEGIN", "SET dpproxy.epsilon = 5")
+    with pytest.raises(QueryError):
+        run(s, "SET dpproxy.epsilon = nonsense")
+    assert s.transaction_status is TransactionStatus.FAILED
+    run(s, "ROLLBACK")
+    assert shown(s, "dpproxy.epsilon") == "1"
+
+
+def test_savepoints_keep_and_restore_settings() -> None:
+    s = session()
+    run(s, "BEGIN", "SET dpproxy.epsilon = 2", "SAVEPOINT a", "SET dpproxy.epsilon = 3")
+    with pytest.raises(QueryError):
+        run(s, "SELECT nonsense FROM nowhere")
+    run(s, "ROLLBACK TO a")
+    assert shown(s, "dpproxy.epsilon") == "2"
+    run(s, "SAVEPOINT b", "SET LOCAL dpproxy.epsilon = 4", "RELEASE b")
+    assert shown(s, "dpproxy.epsilon") == "4"
+    run(s, "COMMIT")
+    assert shown(s, "dpproxy.epsilon") == "2"
+    run(s, "BEGIN", "SET LOCAL dpproxy.epsilon = 3", "SAVEPOINT a", "SET dpproxy.epsilon = 4")
+    run(s, "RELEASE a", "COMMIT")
+    assert shown(s, "dpproxy.epsilon") == "4"
+
+
+def test_set_local_outside_a_transaction_warns_and_changes_nothing() -> None:
+    s = session()
+    [result] = results(s, "SET LOCAL dpproxy.epsilon = 2")
+    assert result.tag == "SET" and result.parameter_status == ()
+    [warning] = result.notices
+    assert (warning.severity, warning.code) == ("WARNING", "25P01")
+    assert warning.message == "SET LOCAL can only be used in transaction blocks"
+    [result] = results(s, "SET LOCAL TIME ZONE 'Europe/Paris'")
+    assert result.parameter_status == () and len(result.notices) == 1
+    assert (shown(s, "dpproxy.epsilon"), shown(s, "timezone")) == ("1", "UTC")
+    with pytest.raises(QueryError) as caught:  # the value is still checked
+        run(s, "SET LOCAL dpproxy.epsilon = -1")
+    assert caught.value.sqlstate == "22023"
+    assert s.transaction_status is TransactionStatus.IDLE
+
+
+def test_reported_parameters_are_sent_again_when_a_transaction_restores_them() -> None:
+    s = session()
+    begin, local, commit = results(s, "BEGIN", "SET LOCAL TIME ZONE 'Europe/Paris'", "COMMIT")
+    assert local.parameter_status == (("TimeZone", "Europe/Paris"),)
+    assert commit.parameter_status == (("TimeZone", "UTC"),)
+    *_, rollback = results(s, "BEGIN", "SET application_name = 'x'", "ROLLBACK")
+    assert rollback.parameter_status == (("application_name", "test"),)
+    *_, kept = results(s, "BEGIN", "SET DateStyle = 'German'", "COMMIT")
+    assert kept.parameter_status == ()
+
+
+class RecordingPipeline:
+    """Records the ε each query would be charged."""
+
+    def __init__(self) -> None:
+        self.charged: list[str] = []
+
+    async def answer(
+        self, asker: Asker, sql: str, epsilon: Epsilon, *args: object, **kw: object
+    ) -> StatementResult:
+        self.charged.append(epsilon.plain)
+        return StatementResult(tag="SELECT 1")
+
+
+def test_a_query_after_set_local_and_commit_is_charged_the_previous_epsilon() -> None:
+    pipeline = RecordingPipeline()
+    budget = AnalystBudget(total=Epsilon("10"), default_per_query=Epsilon("1"))
+    s = AnalystSession(cast(Any, pipeline), Asker("alice", budget, "127.0.0.1"), "test")
+    run(s, "SET dpproxy.epsilon = 0.25", "BEGIN", "SET LOCAL dpproxy.epsilon = 0.5")
+    run(s, "SELECT COUNT(*) FROM visits", "COMMIT", "SELECT COUNT(*) FROM visits")
+    run(s, "BEGIN", "SET dpproxy.epsilon = 2", "ROLLBACK", "SELECT COUNT(*) FROM visits")
+    run(s, "SET LOCAL dpproxy.epsilon = 3", "SELECT COUNT(*) FROM visits")
+    assert pipeline.charged == ["0.5", "0.25", "0.25", "0.25"]

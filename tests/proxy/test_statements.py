@@ -24,6 +24,15 @@ from proxy.statements import Kind, SessionStatement, StatementSyntaxError, recog
             SessionStatement(Kind.SET, "extra_float_digits", "3"),
         ),
         (
+            "SET LOCAL dpproxy.epsilon TO 5",
+            SessionStatement(Kind.SET, "dpproxy.epsilon", "5", local=True),
+        ),
+        (
+            "set local time zone 'Europe/Paris'",
+            SessionStatement(Kind.SET, "timezone", "Europe/Paris", local=True),
+        ),
+        ("SET local.x = 1", SessionStatement(Kind.SET, "local.x", "1")),
+        (
             "SET application_name = 'PostgreSQL JDBC Driver'",
             SessionStatement(Kind.SET, "application_name", "PostgreSQL JDBC Driver"),
         ),
