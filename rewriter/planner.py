@@ -11,7 +11,7 @@ from typing import Literal
 
 from rewriter.bias import CHECK_SHARE, Check
 from rewriter.catalog import Catalog
-from rewriter.errors import Rejected
+from rewriter.errors import Rejected, readable
 from rewriter.mechanisms import DiscreteGaussian, DiscreteLaplace
 from rewriter.parse import parse_statement
 from rewriter.partition_selection import PartitionSelection
@@ -87,6 +87,8 @@ def plan(sql: str, catalog: Catalog, request: PlanRequest) -> Plan:
         )
     try:
         return _plan(sql, catalog, request)
+    except Rejected as rejection:
+        raise readable(rejection) from None
     except RecursionError:
         raise Rejected(
             "the statement is nested too deeply", sqlstate="54001", hint="simplify the query"

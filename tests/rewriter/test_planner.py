@@ -357,3 +357,22 @@ def test_bounded_answer_equals_independent_python(
         reference.sum_cost_steps(rows, keep, reference.COST_CENTRE),  # COUNT(cost) too
         reference.sum_stay(rows, keep),
     ]
+
+
+@pytest.mark.parametrize(
+    ("sql", "shown"),
+    [
+        ("SELECT COUNT(*) FROM visits v WHERE v.cost + 1 > 5", "cost + 1 in WHERE"),
+        ("SELECT COUNT(*) FROM visits WHERE CAST(department AS INT) = 1", "CAST(department AS"),
+        (
+            "SELECT COUNT(*) FROM visits v JOIN patients p ON v.patient_id = p.patient_id "
+            "WHERE p.sex = 5",
+            "sex = 5 in WHERE",
+        ),
+    ],
+)
+def test_rejections_name_columns_as_the_analyst_writes_them(sql: str, shown: str) -> None:
+    """Not as the rewritten SQL does ("t0"."cost"): aliases the analyst never wrote."""
+    rejection = rejected(sql)
+    assert shown in rejection.message
+    assert '"t' not in rejection.message + (rejection.hint or "")
