@@ -64,6 +64,12 @@ def check_joins(shape: QueryShape) -> JoinBounds:
     links: list[tuple[str, str]] = []
     parents: dict[str, Source] = {}  # child alias -> the source joined as its FK parent
     for join in resolved:
+        if join.kind != "inner":
+            # A LEFT JOIN's ON removes no row of the tables before it: a unit or foreign-key
+            # equality there links nothing (``visits JOIN patients ON TRUE LEFT JOIN
+            # departments ON v.patient_id = p.patient_id`` pairs every visit with every
+            # patient). Only public tables are LEFT JOINed, so inner ONs are enough.
+            continue
         for condition in conjuncts(join.on):
             pair = _unit_pair(condition, by_alias)
             if pair is not None:

@@ -29,6 +29,10 @@ QUERIES = [
     "FROM visits GROUP BY patient_id) s",
     "SELECT d.floor, COUNT(*) FROM visits v JOIN departments d ON v.department = d.name "
     "GROUP BY d.floor",
+    # A LEFT JOIN of a public table after the link (a link in its ON is refused).
+    "SELECT d.floor, COUNT(*), SUM(v.stay) FROM visits v JOIN patients p "
+    "ON v.patient_id = p.patient_id LEFT JOIN departments d ON v.department = d.name "
+    "GROUP BY d.floor",
 ]
 
 

@@ -376,3 +376,48 @@ def test_rejections_name_columns_as_the_analyst_writes_them(sql: str, shown: str
     rejection = rejected(sql)
     assert shown in rejection.message
     assert '"t' not in rejection.message + (rejection.hint or "")
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT COUNT(*) FROM visits v JOIN patients p ON TRUE "
+        "LEFT JOIN departments d ON v.patient_id = p.patient_id WHERE p.sex = 'F'",
+        "SELECT COUNT(*) FROM visits v WHERE EXISTS (SELECT 1 FROM visits w JOIN patients p "
+        "ON TRUE LEFT JOIN departments d ON w.patient_id = p.patient_id "
+        "WHERE w.patient_id = v.patient_id AND p.sex = 'F')",
+        "SELECT COUNT(*) FROM visits v WHERE v.patient_id IN (SELECT w.patient_id FROM visits w "
+        "JOIN patients p ON TRUE LEFT JOIN departments d ON w.patient_id = p.patient_id "
+        "WHERE p.sex = 'F')",
+        "SELECT SUM(s.n) FROM (SELECT a.patient_id, COUNT(*) AS n FROM visits a JOIN patients p "
+        "ON TRUE LEFT JOIN departments d ON a.patient_id = p.patient_id WHERE p.sex = 'F' "
+        "GROUP BY a.patient_id) s",
+        "SELECT COUNT(*), SUM(rx.dose) FROM visits v JOIN prescriptions rx ON TRUE "
+        "LEFT JOIN departments d ON rx.visit_id = v.visit_id",
+        "SELECT COUNT(*) FROM visits v JOIN (SELECT w.patient_id FROM visits w JOIN patients p "
+        "ON w.patient_id = p.patient_id) s ON TRUE "
+        "LEFT JOIN departments d ON s.patient_id = v.patient_id",
+    ],
+)
+def test_a_left_joins_condition_links_no_protected_tables(sql: str) -> None:
+    """A LEFT JOIN's ON removes no row of the tables before it: the privacy unit written
+    there left visits paired with every patient, and removing one person moved COUNT(*)
+    by the number of persons (20 of 20, at a sensitivity of 3)."""
+    policies = {
+        "visits": tables.POLICY,
+        "patients": tables.PATIENT_POLICY,
+        "departments": tables.DEPARTMENT_POLICY,
+        "prescriptions": tables.RX_POLICY,
+    }
+    both = build_catalog(
+        {
+            "visits": tables.COLUMNS,
+            "patients": tables.PATIENT_COLUMNS,
+            "departments": tables.DEPARTMENT_COLUMNS,
+            "prescriptions": tables.RX_COLUMNS,
+        },
+        policies,
+        schema="main",
+    )
+    with pytest.raises(Rejected, match="must be joined on its privacy unit"):
+        plan(sql, both, PlanRequest(1.0))
