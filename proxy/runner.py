@@ -23,6 +23,7 @@ from proxy.selfservice import SelfServiceResponder
 from proxy.server import Server
 from proxy.settings import BackendSettings, ConfigError, ServerSettings, Settings
 from proxy.tls import TLSConfigError, server_context
+from proxy.unit_columns import check_unit_columns
 from rewriter import OpenDPNoise, build_catalog
 
 logger = logging.getLogger("dpproxy")
@@ -83,6 +84,7 @@ async def run(settings: Settings, on_ready: Callable[[int], None]) -> None:
             schema=settings.backend.schema_or_default,
             digits=column_digits(declared),
         )
+        check_unit_columns(declared, settings.tables)
         ledger = AsyncLedger(settings.state.location)
         recovered = ledger.recover_interrupted()
         if recovered:

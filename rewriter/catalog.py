@@ -180,6 +180,8 @@ def build_catalog(
                 f'[tables.{table_name}] privacy_unit = "{unit}": no such column; columns are '
                 f"{', '.join(sorted(columns))}"
             )
+        if unit is not None and not policy.public:
+            _exact_identifier(f"[tables.{table_name}] privacy_unit", unit, columns[unit.lower()])
         for col, col_policy in policy.columns.items():
             _check_bounds_fit(
                 f"[tables.{table_name}.columns.{col}]", col_policy, columns[col.lower()]
@@ -227,6 +229,23 @@ def _check_bounds_fit(where: str, policy: ColumnPolicy, kind: ColumnType) -> Non
         )
 
 
+#: Types whose values the engines compare after a conversion that can make different
+#: values equal (BIGINT 2^53 + 1 = DOUBLE 2^53; on DuckDB an INTEGER = REAL from 2^24 + 1).
+_INEXACT_IDENTIFIERS = frozenset({ColumnType.FLOAT, ColumnType.DECIMAL})
+
+
+def _exact_identifier(where: str, column: str, kind: ColumnType) -> None:
+    """A column that identifies persons (a privacy unit, either end of a foreign-key hop)
+    must compare exactly: joins and per-person bounds use the database's equality."""
+    if kind in _INEXACT_IDENTIFIERS:
+        raise PolicyError(
+            f'{where}: column "{column}" is of type {kind.value}; a column that identifies '
+            "persons must be an integer, text or uuid column (the database compares "
+            "floating-point and decimal values after converting them, and different "
+            "persons' values could then be equal)"
+        )
+
+
 def _with_path(key: str, tables: dict[str, TableInfo], seen: tuple[str, ...]) -> TableInfo:
     """The table with its foreign-key path to the privacy unit resolved (checked)."""
     table = tables[key]
@@ -247,6 +266,7 @@ def _with_path(key: str, tables: dict[str, TableInfo], seen: tuple[str, ...]) ->
         )
     if referenced.lower() not in target.columns:
         raise PolicyError(f'{where}: table "{target_name}" has no column "{referenced}"')
+    _exact_identifier(where, f"{target_name}.{referenced}", target.column(referenced).type)
     hop = UnitHop(table.column(column).name, target, target.column(referenced).name)
     return TableInfo(
         schema=table.schema,

@@ -44,6 +44,7 @@ class DeclaredType:
     length: int | None = None  # character_maximum_length
     precision: int | None = None  # numeric_precision
     scale: int | None = None  # numeric_scale
+    collation: str | None = None  # collation_name, when not the default
 
 
 Schema = Mapping[str, Mapping[str, DeclaredType]]
@@ -101,17 +102,23 @@ def column_type(declared: str) -> ColumnType:
 
 SCHEMA_QUERY = (
     "SELECT table_name, column_name, data_type, character_maximum_length, "
-    "numeric_precision, numeric_scale FROM information_schema.columns "
+    "numeric_precision, numeric_scale, collation_name FROM information_schema.columns "
     "WHERE table_schema = {placeholder} ORDER BY table_name, ordinal_position"
 )
 
 
 def group_declared(rows: list[tuple[object, ...]]) -> dict[str, dict[str, DeclaredType]]:
-    """SCHEMA_QUERY's rows as table -> column -> declared type."""
+    """SCHEMA_QUERY's rows as table -> column -> declared type (the collation, the
+    seventh value, may be left out)."""
     tables: dict[str, dict[str, DeclaredType]] = {}
-    for table, column, declared, length, precision, scale in rows:
+    for table, column, declared, length, precision, scale, *collation in rows:
+        collated = collation[0] if collation and isinstance(collation[0], str) else None
         tables.setdefault(str(table), {})[str(column)] = DeclaredType(
-            str(declared), _int_or_none(length), _int_or_none(precision), _int_or_none(scale)
+            str(declared),
+            _int_or_none(length),
+            _int_or_none(precision),
+            _int_or_none(scale),
+            collated,
         )
     return tables
 

@@ -17,6 +17,7 @@ from proxy.backends import (
     Schema,
     group_declared,
 )
+from proxy.backends.collations import COLLATIONS_QUERY, with_collations
 from rewriter.planner import Dialect
 
 
@@ -42,9 +43,11 @@ class DuckDBBackend:
         cursor = self._connection.cursor()
         try:
             rows = cursor.execute(SCHEMA_QUERY.format(placeholder="?"), [schema]).fetchall()
+            statements = cursor.execute(COLLATIONS_QUERY, [schema]).fetchall()
         finally:
             cursor.close()
-        return group_declared([tuple(row) for row in rows])
+        declared = group_declared([tuple(row) for row in rows])
+        return with_collations(declared, [tuple(row) for row in statements])
 
     async def fetch_all(self, sql: str, token: CancelToken) -> list[tuple[object, ...]]:
         cursor = self._connection.cursor()

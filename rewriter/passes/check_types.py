@@ -140,6 +140,10 @@ def _kind(node: exp.Expr, scope: Scope, where: str, *, raw: bool = True) -> str:
         )
     if isinstance(node, exp.Paren):
         return _kind(node.this, scope, where, raw=raw)
+    if isinstance(node, exp.Case) and node.args.get("this") is not None:
+        # CASE x WHEN y …: x is compared with each WHEN value, row by row.
+        whens = [branch.this for branch in node.args.get("ifs", [])]
+        _comparable(node, [node.this, *whens], scope, where, raw=True)
     if isinstance(node, (exp.Case, exp.If)) and not raw:
         # Conditions see raw values; the branches are values.
         for branch in node.args.get("ifs", []) if isinstance(node, exp.Case) else [node]:
@@ -453,7 +457,9 @@ def _common(node: exp.Expr, scope: Scope, where: str, *, raw: bool = True) -> st
     if kind == NUMBER:
         if raw:  # inside aggregates columns are cleaned (as DOUBLE or BIGINT) first
             _one_decimal_column(node, values, scope, where)
-        _spell_as_doubles(values, scope, raw=raw)
+        # Never kept as written here: a chosen literal would make the whole expression a
+        # DECIMAL (COALESCE(i, 0.5) is DECIMAL(11,1)), which a HUGEINT it meets overflows.
+        _spell_as_doubles(values, scope, raw=False)
     return TEXT if kind == LITERAL_TEXT else kind
 
 
@@ -526,6 +532,26 @@ def _one_decimal(operands: list[exp.Expr], scope: Scope) -> bool:
     return bool(found) and (
         max(whole for whole, _ in found) + max(places for _, places in found) <= DECIMAL_DIGITS
     )
+
+
+def numbers_compare_safely(operands: list[tuple[exp.Expr, Scope]]) -> bool:
+    """Whether numbers from different scopes (a value and the column of ``IN (SELECT …)``)
+    compare without failing on some values: when a DECIMAL column is among them, only if
+    all are number literals or columns that one DECIMAL holds (``_one_decimal``)."""
+    decimal_column = any(
+        scope.info(column).type is ColumnType.DECIMAL
+        for operand, scope in operands
+        for column in operand.find_all(exp.Column)
+    )
+    if not decimal_column:
+        return True
+    found: list[tuple[int, int]] = []
+    for operand, scope in operands:
+        digits = _exact_digits(operand, scope)
+        if digits is None:
+            return False
+        found.append(digits)
+    return max(w for w, _ in found) + max(p for _, p in found) <= DECIMAL_DIGITS
 
 
 def _exact_digits(operand: exp.Expr, scope: Scope) -> tuple[int, int] | None:

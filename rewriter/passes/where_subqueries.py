@@ -60,6 +60,7 @@ from rewriter.passes.check_types import (
     NUMBER,
     TEXT,
     TIME,
+    numbers_compare_safely,
     value_kind,
 )
 from rewriter.scope import Join, Scope, Source
@@ -243,6 +244,14 @@ def _in(
             f"different types ({outer_kind}, {kind}); the database would convert them "
             "row by row and could fail on some values",
             hint="select a column of the same type as the value it is compared with",
+        )
+    if kind == NUMBER and not numbers_compare_safely([(outer, scope), (output, layer.scope)]):
+        raise Rejected(
+            f"{written.sql(dialect='postgres')} IN (SELECT …) compares a decimal column with "
+            "another column; their common type could overflow on extreme values, and the "
+            "error would reveal them",
+            hint="compare columns of one integer or decimal type, or select a column of the "
+            "value's own type",
         )
     link = None
     if layer.scope.protected:

@@ -168,3 +168,47 @@ def test_decimal_columns_compare_with_columns_of_one_decimal_only() -> None:
 )
 def test_declared_digits(declared: DeclaredType, digits: tuple[int, int] | None) -> None:
     assert declared_digits(declared) == digits
+
+
+# A third review's findings: each failed on DuckDB only once the extreme row was stored.
+REVIEWED = [
+    "SELECT COUNT(*) FROM t WHERE COALESCE(i1, 0.5) > i4",
+    "SELECT COUNT(*) FROM t WHERE i4 BETWEEN LEAST(i1, 0.5) AND 1",
+    "SELECT COUNT(*) FILTER (WHERE CASE WHEN i1 > 0 THEN 0.5 ELSE 0 END > i4) FROM t",
+    "SELECT COUNT(*) FROM t WHERE CASE WHEN i1 > 0 THEN 0.0000000000000000000000001 ELSE 0 END"
+    " < CASE WHEN i2 > 0 THEN 1234567890123456789012345678901234567.5 ELSE 0 END",
+    "SELECT COUNT(*) FROM t WHERE CASE name WHEN 5 THEN 1 ELSE 0 END = 1",
+    "SELECT COUNT(*) FROM t WHERE CASE d1 WHEN i1 THEN 1 END = 1",
+    "SELECT COUNT(*) FROM t WHERE CASE i4 WHEN 0.5 THEN 1 END = 1",
+    "SELECT SUM(CASE d1 WHEN i1 THEN 1 ELSE 0 END) FROM t",
+    "SELECT COUNT(*) FROM t WHERE i1 IN (SELECT x FROM u)",
+    "SELECT COUNT(*) FROM t WHERE i4 IN (SELECT x FROM u)",
+    "SELECT COUNT(*) FROM t WHERE d2 IN (SELECT h FROM u)",
+]
+
+
+@pytest.mark.parametrize("sql", REVIEWED)
+def test_reviewed_forms_never_fail_on_duckdb_extremes(sql: str) -> None:
+    conn = duckdb.connect()
+    conn.execute(
+        "CREATE TABLE main.t (pid BIGINT, i1 INTEGER, i2 BIGINT, i4 HUGEINT, name VARCHAR, "
+        "d1 DECIMAL(38,37), d2 DECIMAL(15,2))"
+    )
+    conn.execute("CREATE TABLE main.u (x DECIMAL(38,37), h HUGEINT)")
+    conn.execute("INSERT INTO main.u VALUES (1.5, 7)")
+    declared = group_declared(conn.execute(SCHEMA_QUERY.format(placeholder="'main'")).fetchall())
+    catalog = build_catalog(
+        column_types(declared),
+        {"t": TablePolicy(privacy_unit="pid"), "u": TablePolicy(public=True)},
+        schema="main",
+        digits=column_digits(declared),
+    )
+    rewritten = _accepted(sql, catalog, "duckdb")
+    if rewritten is None:
+        return
+    conn.execute(rewritten).fetchall()
+    conn.execute(
+        f"INSERT INTO main.t VALUES (1, 10, 5, {2**127 - 1}, 'abc', 0.5, 9999999999999.99), "
+        "(2, NULL, NULL, 1, 'x', NULL, NULL)"
+    )
+    conn.execute(rewritten).fetchall()  # raises on a data-dependent error
