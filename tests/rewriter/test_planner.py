@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from rewriter import DiscreteLaplace, PlanRequest, PolicyError, Rejected, build_catalog, plan
 from tests.rewriter import reference, tables
+from tests.rewriter import test_neighbours as neighbours
 from tests.rewriter.noise import ZeroNoise
 from tests.rewriter.tables import Row, catalog, duckdb_with
 
@@ -403,21 +404,5 @@ def test_a_left_joins_condition_links_no_protected_tables(sql: str) -> None:
     """A LEFT JOIN's ON removes no row of the tables before it: the privacy unit written
     there left visits paired with every patient, and removing one person moved COUNT(*)
     by the number of persons (20 of 20, at a sensitivity of 3)."""
-    policies = {
-        "visits": tables.POLICY,
-        "patients": tables.PATIENT_POLICY,
-        "departments": tables.DEPARTMENT_POLICY,
-        "prescriptions": tables.RX_POLICY,
-    }
-    both = build_catalog(
-        {
-            "visits": tables.COLUMNS,
-            "patients": tables.PATIENT_COLUMNS,
-            "departments": tables.DEPARTMENT_COLUMNS,
-            "prescriptions": tables.RX_COLUMNS,
-        },
-        policies,
-        schema="main",
-    )
     with pytest.raises(Rejected, match="must be joined on its privacy unit"):
-        plan(sql, both, PlanRequest(1.0))
+        plan(sql, neighbours.CATALOG, PlanRequest(1.0))
