@@ -471,8 +471,8 @@ def _one_decimal_column(node: exp.Expr, operands: list[exp.Expr], scope: Scope, 
     with_columns = [o for o in operands if o.find(exp.Column)]
     if len(with_columns) < 2:
         return
-    types = {scope.info(c).type for o in with_columns for c in o.find_all(exp.Column)}
-    if ColumnType.DECIMAL in types and not _one_decimal(operands, scope):
+    decimal = any(_has_decimal_column(o, scope) for o in with_columns)
+    if decimal and not _one_decimal(operands, scope):
         raise Rejected(
             f"{node.sql(dialect='postgres')} in {where} compares a decimal column with "
             "another column; their common type could overflow on extreme values, and the "
@@ -496,11 +496,7 @@ def _spell_as_doubles(operands: list[exp.Expr], scope: Scope, *, raw: bool) -> N
     compares them exactly and can push the comparison into the scan."""
     if raw and _one_decimal(operands, scope):
         return
-    decimal_column = any(
-        scope.info(column).type is ColumnType.DECIMAL
-        for operand in operands
-        for column in operand.find_all(exp.Column)
-    )
+    decimal_column = any(_has_decimal_column(o, scope) for o in operands)
     for operand in operands:
         literal = operand.this if isinstance(operand, exp.Neg) else operand
         if not isinstance(literal, exp.Literal) or literal.is_string:
@@ -521,10 +517,23 @@ def _one_decimal(operands: list[exp.Expr], scope: Scope) -> bool:
     against 300 literals and each other, extreme values stored. A column's digits come
     from its declared type (``ColumnInfo.digits``); None (unknown, HUGEINT, a float,
     a derived column) answers False."""
+    return _fit_one_decimal([(o, scope) for o in operands if not isinstance(o, exp.Null)])
+
+
+def numbers_compare_safely(operands: list[tuple[exp.Expr, Scope]]) -> bool:
+    """Whether numbers from different scopes (a value and the column of ``IN (SELECT …)``)
+    compare without failing on some values: when a DECIMAL column is among them, only if
+    all are number literals or columns that one DECIMAL holds (``_one_decimal``)."""
+    if not any(_has_decimal_column(o, scope) for o, scope in operands):
+        return True
+    return _fit_one_decimal(operands)
+
+
+def _fit_one_decimal(operands: list[tuple[exp.Expr, Scope]]) -> bool:
+    """Whether every operand (each read in its scope) has known digits, and all fit one
+    DECIMAL of DECIMAL_DIGITS digits; False for none."""
     found: list[tuple[int, int]] = []
-    for operand in operands:
-        if isinstance(operand, exp.Null):
-            continue
+    for operand, scope in operands:
         digits = _exact_digits(operand, scope)
         if digits is None:
             return False
@@ -534,24 +543,8 @@ def _one_decimal(operands: list[exp.Expr], scope: Scope) -> bool:
     )
 
 
-def numbers_compare_safely(operands: list[tuple[exp.Expr, Scope]]) -> bool:
-    """Whether numbers from different scopes (a value and the column of ``IN (SELECT …)``)
-    compare without failing on some values: when a DECIMAL column is among them, only if
-    all are number literals or columns that one DECIMAL holds (``_one_decimal``)."""
-    decimal_column = any(
-        scope.info(column).type is ColumnType.DECIMAL
-        for operand, scope in operands
-        for column in operand.find_all(exp.Column)
-    )
-    if not decimal_column:
-        return True
-    found: list[tuple[int, int]] = []
-    for operand, scope in operands:
-        digits = _exact_digits(operand, scope)
-        if digits is None:
-            return False
-        found.append(digits)
-    return max(w for w, _ in found) + max(p for _, p in found) <= DECIMAL_DIGITS
+def _has_decimal_column(operand: exp.Expr, scope: Scope) -> bool:
+    return any(scope.info(c).type is ColumnType.DECIMAL for c in operand.find_all(exp.Column))
 
 
 def _exact_digits(operand: exp.Expr, scope: Scope) -> tuple[int, int] | None:
