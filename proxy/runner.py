@@ -24,6 +24,7 @@ from proxy.server import Server
 from proxy.settings import BackendSettings, ConfigError, ServerSettings, Settings
 from proxy.tls import TLSConfigError, server_context
 from proxy.unit_columns import check_unit_columns
+from proxy.unit_keys import check_unit_keys
 from rewriter import OpenDPNoise, build_catalog
 
 logger = logging.getLogger("dpproxy")
@@ -85,6 +86,9 @@ async def run(settings: Settings, on_ready: Callable[[int], None]) -> None:
             digits=column_digits(declared),
         )
         check_unit_columns(declared, settings.tables)
+        schema = settings.backend.schema_or_default
+        for note in await check_unit_keys(backend, schema, declared, settings.tables):
+            logger.info("%s", note)
         ledger = AsyncLedger(settings.state.location)
         recovered = ledger.recover_interrupted()
         if recovered:

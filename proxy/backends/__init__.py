@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
@@ -50,6 +51,15 @@ class DeclaredType:
 Schema = Mapping[str, Mapping[str, DeclaredType]]
 
 
+class KeyCheck(enum.Enum):
+    """Whether a column referenced by a foreign-key path holds each value at most once."""
+
+    DECLARED = "a PRIMARY KEY, UNIQUE constraint or unique index keeps it unique"
+    VERIFIED = "its rows are unique now, and cannot change while dpproxy has the file open"
+    DUPLICATED = "a value occurs in more than one row"
+    UNENFORCED = "nothing keeps it unique: no PRIMARY KEY, UNIQUE constraint or unique index"
+
+
 class Backend(Protocol):
     dialect: Dialect
 
@@ -59,6 +69,12 @@ class Backend(Protocol):
 
     async def fetch_all(self, sql: str, token: CancelToken) -> list[tuple[object, ...]]:
         """Run ``sql`` (produced by the rewriter) and return its rows."""
+        ...
+
+    async def key_check(self, schema: str, table: str, column: str) -> KeyCheck:
+        """Whether ``table.column`` (names as the database spells them) is unique, for a
+        foreign-key path that references it (proxy.unit_keys). Nothing of the data leaves
+        the backend but the answer."""
         ...
 
     async def close(self) -> None: ...

@@ -13,12 +13,20 @@ from proxy.backends import (
     SCHEMA_QUERY,
     BackendError,
     CancelToken,
+    KeyCheck,
     QueryCanceled,
     Schema,
     group_declared,
 )
 from proxy.backends.collations import COLLATIONS_QUERY, with_collations
 from rewriter.planner import Dialect
+
+#: Single-column PRIMARY KEY and UNIQUE constraints of one table.
+_KEYS_QUERY = (
+    "SELECT constraint_column_names FROM duckdb_constraints() WHERE database_name = "
+    "current_database() AND schema_name = ? AND table_name = ? "
+    "AND constraint_type IN ('PRIMARY KEY', 'UNIQUE')"
+)
 
 
 class DuckDBBackend:
@@ -49,6 +57,28 @@ class DuckDBBackend:
         declared = group_declared([tuple(row) for row in rows])
         return with_collations(declared, [tuple(row) for row in statements])
 
+    async def key_check(self, schema: str, table: str, column: str) -> KeyCheck:
+        """A declared key, else the data itself: the file is open read-only, which locks
+        out writers, so rows unique now stay unique while dpproxy runs."""
+        return await asyncio.to_thread(self._key_check, schema, table, column)
+
+    def _key_check(self, schema: str, table: str, column: str) -> KeyCheck:
+        cursor = self._connection.cursor()
+        try:
+            for (names,) in cursor.execute(_KEYS_QUERY, [schema, table]).fetchall():
+                if isinstance(names, list) and [str(n).lower() for n in names] == [column.lower()]:
+                    return KeyCheck.DECLARED
+            name = f"{_quoted(schema)}.{_quoted(table)}"
+            repeated = cursor.execute(
+                f"SELECT 1 FROM {name} WHERE {_quoted(column)} IS NOT NULL "
+                f"GROUP BY {_quoted(column)} HAVING COUNT(*) > 1 LIMIT 1"
+            ).fetchall()
+        except duckdb.Error as error:
+            raise BackendError(f"DuckDB: {error}") from None
+        finally:
+            cursor.close()
+        return KeyCheck.DUPLICATED if repeated else KeyCheck.VERIFIED
+
     async def fetch_all(self, sql: str, token: CancelToken) -> list[tuple[object, ...]]:
         cursor = self._connection.cursor()
         interrupt = functools.partial(_interrupt, cursor)
@@ -72,6 +102,10 @@ class DuckDBBackend:
 
     async def close(self) -> None:
         self._connection.close()
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
 
 
 def _interrupt(cursor: duckdb.DuckDBPyConnection) -> None:

@@ -18,6 +18,7 @@ from proxy.backends import (
     SCHEMA_QUERY,
     BackendError,
     CancelToken,
+    KeyCheck,
     QueryCanceled,
     Schema,
     group_declared,
@@ -25,6 +26,17 @@ from proxy.backends import (
 from rewriter.planner import Dialect
 
 QUERY_CANCELED = "57014"
+#: A valid unique index (a PRIMARY KEY or UNIQUE constraint has one) on exactly the column,
+#: without expressions or a predicate (a partial index keeps only some rows unique).
+_UNIQUE_INDEX_QUERY = (
+    "SELECT 1 FROM pg_catalog.pg_index i "
+    "JOIN pg_catalog.pg_class c ON c.oid = i.indrelid "
+    "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+    "JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attnum = i.indkey[0] "
+    "WHERE n.nspname = %s AND c.relname = %s AND a.attname = %s AND i.indisunique "
+    "AND i.indisvalid AND i.indnkeyatts = 1 AND i.indexprs IS NULL AND i.indpred IS NULL "
+    "LIMIT 1"
+)
 CANCEL_TIMEOUT_SECONDS = 10.0
 logger = logging.getLogger("dpproxy.backends.postgres")
 
@@ -78,6 +90,20 @@ class PostgresBackend:
                 raise BackendError(f"PostgreSQL: {error}") from None
             self._idle.put_nowait(conn)
         return group_declared([tuple(row) for row in rows])
+
+    async def key_check(self, schema: str, table: str, column: str) -> KeyCheck:
+        """Only a unique index counts: other sessions can change the rows at any time, so
+        rows unique today prove nothing about tomorrow's."""
+        async with self._slots:
+            conn = await self._acquire()
+            try:
+                cur = await conn.execute(_UNIQUE_INDEX_QUERY, [schema, table, column])
+                found = await cur.fetchall()
+            except psycopg.Error as error:
+                await self._discard(conn)
+                raise BackendError(f"PostgreSQL: {error}") from None
+            self._idle.put_nowait(conn)
+        return KeyCheck.DECLARED if found else KeyCheck.UNENFORCED
 
     async def fetch_all(self, sql: str, token: CancelToken) -> list[tuple[object, ...]]:
         async with self._slots:
