@@ -182,7 +182,11 @@ def main() -> None:
     conn = duckdb.connect(str(path), read_only=True)
     declared = group_declared(conn.execute(SCHEMA_QUERY.format(placeholder="'main'")).fetchall())
     catalog = build_catalog(
-        column_types(declared), POLICIES, schema="main", digits=column_digits(declared)
+        column_types(declared),
+        POLICIES,
+        schema="main",
+        digits=column_digits(declared),
+        finite_decimals=True,
     )
     per_customer = conn.execute(
         "SELECT quantile_cont(n, [0.5, 0.99]), max(n) FROM (SELECT o_custkey, COUNT(*) AS n "

@@ -84,6 +84,7 @@ async def run(settings: Settings, on_ready: Callable[[int], None]) -> None:
             settings.tables,
             schema=settings.backend.schema_or_default,
             digits=column_digits(declared),
+            finite_decimals=backend.finite_decimals,
         )
         check_unit_columns(declared, settings.tables)
         schema = settings.backend.schema_or_default

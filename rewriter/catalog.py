@@ -45,6 +45,9 @@ class ColumnInfo:
     #: exactly, from its declared type (INTEGER: (10, 0), DECIMAL(15,2): (13, 2)); None
     #: when unknown or when no DECIMAL does (HUGEINT, floats, an unconstrained NUMERIC).
     digits: tuple[int, int] | None = None
+    #: A DECIMAL column whose engine stores no NaN or infinity in it (DuckDB; PostgreSQL's
+    #: numeric holds NaN), with known ``digits``: every value is a finite number.
+    finite: bool = False
 
     @property
     def whole_bounds(self) -> tuple[int, int] | None:
@@ -144,11 +147,14 @@ def build_catalog(
     *,
     schema: str,
     digits: Mapping[str, Mapping[str, tuple[int, int]]] | None = None,
+    finite_decimals: bool = False,
 ) -> Catalog:
     """Combine the backend's columns (table -> column -> type) with the table policies.
 
     ``digits`` (table -> column -> (integer digits, decimal places)) gives the numeric
     columns whose declared type one DECIMAL holds exactly (``ColumnInfo.digits``).
+    ``finite_decimals``: the engine's DECIMAL columns hold no NaN or infinity (DuckDB's
+    do not; PostgreSQL's numeric holds NaN), so those with ``digits`` are finite.
 
     Only tables with a policy are visible. Raises PolicyError naming the table or column
     when a policy refers to something the database does not have.
@@ -194,6 +200,7 @@ def build_catalog(
                 ty,
                 col_policies.get(name, ColumnPolicy()),
                 declared.get(name) if ty in (ColumnType.INTEGER, ColumnType.DECIMAL) else None,
+                finite_decimals and ty is ColumnType.DECIMAL and name in declared,
             )
             for name, ty in columns.items()
         }

@@ -62,6 +62,9 @@ class KeyCheck(enum.Enum):
 
 class Backend(Protocol):
     dialect: Dialect
+    #: Whether the engine's DECIMAL columns hold only finite numbers (no NaN, no infinity),
+    #: so that the rewriter can skip their tests (rewriter.catalog.ColumnInfo.finite).
+    finite_decimals: bool
 
     async def schema_declared(self, schema: str) -> Schema:
         """table -> column -> declared type, from the catalog only (never the data)."""

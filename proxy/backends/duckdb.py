@@ -31,6 +31,7 @@ _KEYS_QUERY = (
 
 class DuckDBBackend:
     dialect: Dialect = "duckdb"
+    finite_decimals = True  # DuckDB's DECIMAL has no NaN or infinity
 
     def __init__(self, path: Path, *, timeout_seconds: float) -> None:
         if not path.exists():

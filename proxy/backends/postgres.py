@@ -43,6 +43,7 @@ logger = logging.getLogger("dpproxy.backends.postgres")
 
 class PostgresBackend:
     dialect: Dialect = "postgres"
+    finite_decimals = False  # numeric(p, s) holds NaN
 
     def __init__(self, dsn: str, *, pool_size: int, timeout_seconds: float) -> None:
         self._dsn = dsn

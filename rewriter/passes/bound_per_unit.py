@@ -356,7 +356,7 @@ def _partial(m: MeasurementSpec, scope: Scope) -> exp.Expr:
             if condition is None:
                 return exp.Count(this=exp.Star())
             return exp.Count(this=_when(condition, exp.Literal.number(1)))
-        value = clean(m.argument, scope)
+        value = m.argument.copy() if _counts_as_is(m.argument, scope) else clean(m.argument, scope)
         return exp.Count(this=value if condition is None else _when(condition, value))
     if m.argument is None or m.grid is None or m.bounds is None:
         raise ValueError("a sum measurement needs an argument and a grid")
@@ -365,6 +365,15 @@ def _partial(m: MeasurementSpec, scope: Scope) -> exp.Expr:
         # A centred sum (averages, variances): the steps from the centre, in integers.
         value = exp.Sub(this=value, expression=integer(m.centre))
     return exp.Sum(this=value if condition is None else _when(condition, value))
+
+
+def _counts_as_is(argument: exp.Expr, scope: Scope) -> bool:
+    """A column that cleaning leaves NULL exactly where it is NULL (no NaN or infinity to
+    become NULL): COUNT of it counts what COUNT of its cleaned value would."""
+    if not isinstance(argument, exp.Column):
+        return False
+    info = scope.info(argument)
+    return info.type not in REAL_TYPES or info.finite
 
 
 def clean(expression: exp.Expr, scope: Scope) -> exp.Expr:
@@ -412,6 +421,11 @@ def clean(expression: exp.Expr, scope: Scope) -> exp.Expr:
             # are cast to DOUBLE (never failing: rewriter.sql_values) and clamped.
             if bounds is None:
                 value = as_double(node, info.type)
+            elif _nothing_to_flush(info.digits, *bounds):
+                lower, upper, _ = flushed_bounds(*bounds)
+                value = _between_keeping_null(_double(node), number(lower), number(upper))
+                if info.finite and info.digits is not None and info.digits[0] <= 300:
+                    return value  # no NaN, no infinity, within DOUBLE's range
             elif info.type is ColumnType.DECIMAL:
                 value = _clamp_flushed(_double(node), *bounds, compared=node)
             else:
@@ -461,6 +475,16 @@ def _widen_slot(node: exp.Expr, slot: str) -> None:
         inner = item.this if isinstance(item, exp.Paren | exp.Neg) else item
         if isinstance(inner, exp.Literal) and inner.is_int:
             item.replace(exp.cast(item.copy(), exp.DataType.Type.BIGINT))
+
+
+def _nothing_to_flush(digits: tuple[int, int] | None, lower: float, upper: float) -> bool:
+    """A DECIMAL column of known decimal places whose non-zero values are all far above
+    the flush threshold (and TINY) in magnitude: ``_clamp_flushed``'s test for values to
+    take as 0 could only ever meet 0 itself, which clamping alone maps the same way."""
+    if digits is None:
+        return False
+    _, _, threshold = flushed_bounds(lower, upper)
+    return 10.0 ** -digits[1] > 2 * max(threshold, TINY)
 
 
 def _clamp_flushed(
@@ -524,8 +548,11 @@ def on_grid(value: exp.Expr, m: MeasurementSpec) -> exp.Expr:
                 expression=exp.Literal.number("0.5"),
             )
         )
-    return exp.cast(
-        _clamp_keeping_null(steps, grid.lower, grid.upper), exp.DataType.Type.BIGINT, copy=False
+    # GREATEST and LEAST would make NULL a bound: the test keeps it NULL, and copies the
+    # value once where a CASE of comparisons would copy the steps three times.
+    clamped = exp.cast(_clamp(steps, grid.lower, grid.upper), exp.DataType.Type.BIGINT, copy=False)
+    return _when(
+        exp.Not(this=exp.Is(this=value.copy(), expression=exp.Null())), clamped, copy=False
     )
 
 
