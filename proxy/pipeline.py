@@ -370,7 +370,7 @@ class Pipeline:
                 Notice(
                     message="dpproxy.report = columns: no _ci95 or _bias columns for this query",
                     detail="they are added when the select list names aggregates and "
-                    "GROUP BY keys directly (no arithmetic, HAVING, ORDER BY or LIMIT); "
+                    "GROUP BY keys directly (no arithmetic on them); "
                     "see the other notice for the intervals of the aggregates and any bias",
                 ),
             )

@@ -125,16 +125,24 @@ def _sample(kind: str, which: int) -> object:
 
 
 _PROJECTION = re.compile(r'SELECT ((?:"[ak]\d+" AS "[^"]+"(?:, )?)+) FROM "' + RELEASED + r'"')
+#: The same select list, then clauses that keep or reorder whole rows (WHERE from HAVING,
+#: ORDER BY, LIMIT, OFFSET): each column's interval and bias flag stay as they are.
+_ROW_CLAUSES = re.compile(r"(?: (?:WHERE|ORDER BY|LIMIT|OFFSET) .*)?", re.DOTALL)
 _ITEM = re.compile(r'"([ak])(\d+)" AS "([^"]+)"')
 
 
 @lru_cache(maxsize=1024)
 def _projection(
-    columns: tuple[tuple[str, str], ...], post_sql: str
+    columns: tuple[tuple[str, str], ...], post_sql: str, *, row_clauses: bool = False
 ) -> tuple[tuple[str, ...], tuple[int, ...]] | None:
-    """(output names, released column positions) if the post-query only renames columns."""
-    match = _PROJECTION.fullmatch(post_sql)
+    """(output names, released column positions) if the post-query only renames columns
+    (with ``row_clauses``: if its select list does, whatever HAVING, ORDER BY, LIMIT or
+    OFFSET follow)."""
+    match = _PROJECTION.match(post_sql)
     if match is None:
+        return None
+    rest = post_sql[match.end() :]
+    if rest and not (row_clauses and _ROW_CLAUSES.fullmatch(rest)):
         return None
     position = {name: i for i, (name, _) in enumerate(columns)}
     names, positions = [], []
@@ -167,9 +175,9 @@ def interval_columns(
     released: tuple[tuple[str, str], ...], accuracy: Sequence[Accuracy], post_sql: str
 ) -> tuple[ReportColumn, ...] | None:
     """The answer's aggregate columns, with the 95% half-width of their noise, or None
-    when the post-query is more than a renaming of released columns (arithmetic,
-    HAVING...: no interval nor bias flag is known per column)."""
-    projection = _projection(released, post_sql)
+    when the post-query's select list is more than a renaming of released columns
+    (arithmetic: no interval nor bias flag is known per column)."""
+    projection = _projection(released, post_sql, row_clauses=True)
     if projection is None:
         return None
     keys = len(released) - len(accuracy)

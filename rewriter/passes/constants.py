@@ -60,6 +60,10 @@ def constants(tree: exp.Expr, dialect: str) -> tuple[Constant, ...]:
 
     def visit(node: exp.Expr) -> bool:
         """Whether ``node`` is constant; records its largest constant parts if not."""
+        if isinstance(node, _LEAVES):
+            return True  # nothing inside is worth recording on its own
+        if isinstance(node, exp.Column):
+            return False  # names only inside
         children = list(node.iter_expressions())
         flags = [visit(child) for child in children]
         if not isinstance(node, _NOT_CONSTANT) and all(flags):

@@ -86,12 +86,14 @@ def test_pure_epsilon_analyst_cannot_choose_gaussian(pipeline: Pipeline) -> None
 
 def test_report_columns_adds_intervals(pipeline: Pipeline) -> None:
     s = session(pipeline)
-    set_, plain, grouped, arithmetic = run(
+    set_, plain, grouped, arithmetic, ordered = run(
         s,
         "SET dpproxy.report = columns",
         "SELECT COUNT(*) AS n, SUM(stay) FROM visits",
         "SELECT department, COUNT(*) AS n FROM visits GROUP BY department",
         "SELECT COUNT(*) * 2 AS twice FROM visits",
+        "SELECT department, SUM(stay) AS s FROM visits GROUP BY department "
+        "HAVING COUNT(*) > -1000 ORDER BY s DESC LIMIT 2",
     )
     assert [c.name for c in plain.columns] == [
         "n",
@@ -112,6 +114,10 @@ def test_report_columns_adds_intervals(pipeline: Pipeline) -> None:
     assert len({row[2] for row in grouped.rows}) == 1 and len(grouped.rows) == 3
     assert [c.name for c in arithmetic.columns] == ["twice"]
     assert "no _ci95 or _bias columns" in arithmetic.notices[-1].message
+    # HAVING, ORDER BY and LIMIT keep or reorder whole rows: each column's interval holds.
+    assert [c.name for c in ordered.columns] == ["department", "s", "s_ci95", "s_bias"]
+    assert len(ordered.rows) == 2 and ordered.rows[0][2] == ordered.rows[1][2] is not None
+    assert float(ordered.rows[0][1] or 0) >= float(ordered.rows[1][1] or 0)
     described = asyncio.run(
         pipeline.describe(
             s._asker, "SELECT COUNT(*) AS n FROM visits", Epsilon("0.5"), report="columns"
