@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import ssl
 from collections.abc import Callable
@@ -115,7 +116,15 @@ async def run(settings: Settings, on_ready: Callable[[int], None]) -> None:
             ssl_context=context,
             require_tls=settings.server.require_tls,
         )
-        port = await server.start()
+        try:
+            port = await server.start()
+        except OSError as error:
+            where = f"{settings.server.host}:{settings.server.port}"
+            raise ConfigError(
+                f"cannot listen on {where}: {os.strerror(error.errno) if error.errno else error}; "
+                "stop what is using it "
+                "or choose another address ([server] host and port, or --host/--port)"
+            ) from None
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):

@@ -75,10 +75,12 @@ DEFAULT_PARAMETERS: dict[str, str] = {
     "is_superuser": "off",
     "in_hot_standby": "off",
     "transaction_deferrable": "off",
+    "default_table_access_method": "heap",  # SQLAlchemy's table reflection asks for it
 }
 READ_ONLY_PARAMETERS = frozenset(
     {"server_encoding", "integer_datetimes", "transaction_read_only", "server_version"}
     | {"server_version_num", "max_identifier_length", "is_superuser", "in_hot_standby"}
+    | {"default_table_access_method"}
 )
 FIXED_VALUES = {
     "client_encoding": {"utf8", "unicode", "utf-8"},

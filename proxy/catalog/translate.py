@@ -523,6 +523,9 @@ def _is_user_keyword(node: exp.Expression) -> bool:
 
 
 def _current_setting(argument: exp.Expression, session: SessionValues) -> exp.Expression:
+    # SQLAlchemy sends current_setting(%(name)s::VARCHAR): a text literal cast to text.
+    while isinstance(argument, exp.Cast) and argument.to.is_type(*exp.DataType.TEXT_TYPES):
+        argument = argument.this
     if not (isinstance(argument, exp.Literal) and argument.is_string):
         raise CatalogRefused("current_setting() needs the parameter's name as a literal")
     name = argument.name.lower()

@@ -328,6 +328,8 @@ def _replace_keys(
                 f'column "{column.sql(dialect="postgres")}" must appear in the GROUP BY clause '
                 "or be used in an aggregate function",
                 sqlstate="42803",
+                hint="dpproxy answers aggregates only, never individual rows: use the "
+                "column inside COUNT, SUM, AVG… or GROUP BY it",
             )
     for sub in replaced.walk():
         check_post_node(sub, where)

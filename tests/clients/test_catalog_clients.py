@@ -121,6 +121,25 @@ def test_sqlalchemy_inspector(server: RunningServer) -> None:
         engine.dispose()
 
 
+@pytest.mark.parametrize("binding", ["server", "client"])
+def test_sqlalchemy_reflects_a_table_and_pandas_read_sql_table_is_refused_clearly(
+    server: RunningServer, binding: str
+) -> None:
+    """Table reflection asks current_setting(%(name)s::VARCHAR) for the default access
+    method; then pandas' read_sql_table reads rows, which dpproxy refuses, saying why."""
+    url = f"postgresql+psycopg://alice:{PASSWORDS['alice']}@127.0.0.1:{server.port}/demo"
+    args = {"cursor_factory": psycopg.ClientCursor} if binding == "client" else {}
+    engine = sqlalchemy.create_engine(url, connect_args=args)
+    try:
+        table = sqlalchemy.Table("visits", sqlalchemy.MetaData(), autoload_with=engine)
+        assert "cost" in table.columns and "patient_id" in table.columns
+        with pytest.raises(Exception, match="dpproxy answers aggregates only") as refused:
+            pandas.read_sql_table("visits", engine)
+        assert "GROUP BY clause" in str(refused.value)
+    finally:
+        engine.dispose()
+
+
 def engine_for(server: RunningServer) -> sqlalchemy.Engine:
     url = f"postgresql+psycopg://alice:{PASSWORDS['alice']}@127.0.0.1:{server.port}/demo"
     return sqlalchemy.create_engine(url, connect_args={"cursor_factory": psycopg.ClientCursor})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -51,6 +52,19 @@ def test_missing_config_is_explained(tmp_path: Path) -> None:
     result = dpproxy("budget", "show", "--config", str(tmp_path / "none.toml"))
     assert result.returncode == 2
     assert "no such configuration file" in result.stderr and "dpproxy demo" in result.stderr
+
+
+def test_a_port_in_use_is_explained(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = dpproxy(
+            "demo", "--dir", str(tmp_path / "demo"), "--patients", "50", "--port", str(port)
+        )
+    assert result.returncode == 2, result.stderr
+    assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in result.stderr
+    assert "Traceback" not in result.stderr
 
 
 def test_passwd_reads_stdin_and_prints_a_verifier() -> None:
