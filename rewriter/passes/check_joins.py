@@ -5,8 +5,10 @@ person's partials are clamped after the join. Protected tables can be joined onl
 every joined row still belongs to one person: on their privacy units
 (``visits.patient_id = patients.patient_id``), or along a declared foreign-key path
 (``lineitem.l_orderkey = orders.o_orderkey`` when lineitem's privacy_unit is
-``l_orderkey -> orders.o_orderkey``). A table reaching its person through a path that the
-query does not join explicitly is joined to the path's tables by the rewriter.
+``l_orderkey -> orders.o_orderkey``), or on the first hop of two such paths that start
+alike (``rx.visit_id = rx2.visit_id``: one parent row, one person). A table reaching its
+person through a path that the query does not join explicitly is joined to the path's
+tables by the rewriter.
 
 Rows per person: the product of the joined protected tables' ``max_rows_per_unit``, except
 that a table joined as the foreign-key parent of another does not multiply its child's rows
@@ -80,6 +82,10 @@ def check_joins(shape: QueryShape) -> JoinBounds:
                 child, parent = fk
                 links.append((child, parent))
                 parents.setdefault(child, by_alias[parent])
+                continue
+            siblings = _same_parent(condition, by_alias)
+            if siblings is not None:
+                links.append(siblings)
     linked = {protected[0].alias}
     changed = True
     while changed:
@@ -197,6 +203,30 @@ def _foreign_key(condition: exp.Expr, by_alias: dict[str, Source]) -> tuple[str,
             and child.table != parent.table
         ):
             return child.table, parent.table
+    return None
+
+
+def _same_parent(condition: exp.Expr, by_alias: dict[str, Source]) -> tuple[str, str] | None:
+    """The two source aliases if ``condition`` equates the first foreign-key hop of two
+    tables whose paths start alike (``rx.visit_id = rx2.visit_id``, both reaching their
+    person through ``visits.visit_id``): both rows reference one parent row (its column is
+    unique, proxy.unit_keys), hence one person."""
+    columns = _columns(condition)
+    if columns is None or any(c.table not in by_alias for c in columns):
+        return None
+    left, right = (by_alias[c.table].table for c in columns)
+    if columns[0].table == columns[1].table or left.derived or right.derived:
+        return None
+    if not (left.unit_path and right.unit_path):
+        return None
+    first, second = left.unit_path[0], right.unit_path[0]
+    if (
+        first.column == columns[0].name
+        and second.column == columns[1].name
+        and (first.table.schema, first.table.name, first.referenced)
+        == (second.table.schema, second.table.name, second.referenced)
+    ):
+        return columns[0].table, columns[1].table
     return None
 
 

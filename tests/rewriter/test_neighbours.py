@@ -25,6 +25,12 @@ QUERIES = [
     "SELECT COUNT(*), SUM(dose) FROM prescriptions",
     "SELECT v.department, SUM(rx.dose) FROM prescriptions rx JOIN visits v "
     "ON rx.visit_id = v.visit_id GROUP BY v.department",
+    # Two prescriptions of one visit: the same parent row, the same person.
+    "SELECT COUNT(*), SUM(rx.dose * rx2.dose) FROM prescriptions rx JOIN prescriptions rx2 "
+    "ON rx.visit_id = rx2.visit_id",
+    "SELECT v.department, COUNT(*) FROM prescriptions rx JOIN prescriptions rx2 "
+    "ON rx2.visit_id = rx.visit_id JOIN visits v ON rx2.visit_id = v.visit_id "
+    "GROUP BY v.department",
     "SELECT AVG(n), SUM(total) FROM (SELECT patient_id, COUNT(*) AS n, SUM(cost) AS total "
     "FROM visits GROUP BY patient_id) s",
     "SELECT d.floor, COUNT(*) FROM visits v JOIN departments d ON v.department = d.name "

@@ -63,6 +63,16 @@ def rejected(sql: str) -> Rejected:
         ),
         ("SELECT COUNT(*) FROM visits JOIN visits ON true", "42712", "twice"),
         (
+            "SELECT COUNT(*) FROM prescriptions rx JOIN prescriptions rx2 ON rx.visit_id = rx2.rx_id",
+            "0A000",
+            "foreign-key path",
+        ),
+        (
+            "SELECT COUNT(*) FROM prescriptions rx JOIN prescriptions rx2 ON rx.dose = rx2.dose",
+            "0A000",
+            "foreign-key path",
+        ),
+        (
             "SELECT COUNT(*) FROM (SELECT patient_id, department, COUNT(*) FROM visits "
             "GROUP BY patient_id, department) s",
             "0A000",
