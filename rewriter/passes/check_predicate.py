@@ -14,9 +14,11 @@ from typing import Protocol
 
 from sqlglot import exp
 
+from rewriter.catalog import ColumnType
 from rewriter.errors import Rejected
-from rewriter.passes.check_types import check_types
+from rewriter.passes.check_types import VALUE_CONTEXTS, check_types
 from rewriter.scope import Scope
+from rewriter.sql_values import number
 
 _STRUCTURE = (
     exp.And,
@@ -143,7 +145,7 @@ def check_predicate(
         for resolved, standin in standins:
             standin.replace(resolved)
     checked: exp.Expr = holder.this.pop()  # a copy of its own (the first transform's)
-    return checked.transform(_portable, copy=False)
+    return _Portable(scope, cleaned=where in VALUE_CONTEXTS).rewrite(checked)
 
 
 def is_subquery(node: exp.Expr) -> bool:
@@ -153,17 +155,89 @@ def is_subquery(node: exp.Expr) -> bool:
     return isinstance(node, (exp.Exists, exp.Subquery))
 
 
-def _portable(node: exp.Expr) -> exp.Expr:
-    if is_subquery(node):
-        return node.copy()  # already portable: checked and rewritten on its own
-    if isinstance(node, exp.WidthBucket):
-        return width_bucket_case(node)
-    if isinstance(node, (exp.Div, exp.Mod)):
-        # Dividing by zero fails on some engines: NULL instead, on every engine, so that
-        # whether some row has a zero divisor cannot show as an error.
-        divisor = exp.func("NULLIF", node.expression.transform(_portable), exp.Literal.number(0))
-        return node.__class__(this=node.this.transform(_portable), expression=divisor)
-    return node
+class _Portable:
+    """Rewrites the functions one engine lacks, or computes differently, into SQL both run.
+
+    ``cleaned``: the expression is a value inside an aggregate, whose columns are replaced
+    by their cleaned values later (``bound_per_unit.clean``: finite, within their bounds, and
+    DOUBLE for FLOAT and DECIMAL columns); otherwise it reads the columns' raw values."""
+
+    def __init__(self, scope: Scope, *, cleaned: bool) -> None:
+        self.scope = scope
+        self.cleaned = cleaned
+
+    def rewrite(self, node: exp.Expr) -> exp.Expr:
+        """``node`` rewritten in place (its root may be replaced: use the result)."""
+        return node.transform(self._node, copy=False)
+
+    def _node(self, node: exp.Expr) -> exp.Expr:
+        if is_subquery(node):
+            return node.copy()  # already portable: checked and rewritten on its own
+        if isinstance(node, exp.WidthBucket):
+            return width_bucket_case(node)
+        if isinstance(node, (exp.Div, exp.Mod)):
+            # Dividing by zero fails on some engines: NULL instead, on every engine, so that
+            # whether some row has a zero divisor cannot show as an error.
+            divisor = exp.func(
+                "NULLIF", self.rewrite(node.expression.copy()), exp.Literal.number(0)
+            )
+            return node.__class__(this=self.rewrite(node.this.copy()), expression=divisor)
+        if (
+            isinstance(node, exp.Round)
+            and node.args.get("decimals") is not None
+            and self._floating(node.this)
+        ):
+            return self._round(node)
+        return node
+
+    def _round(self, node: exp.Round) -> exp.Expr:
+        """round(x, d) of a floating-point x. PostgreSQL has round(numeric, d) but no
+        round(double precision, d) nor round(real, d): x is written as an explicit DOUBLE,
+        which sqlglot's PostgreSQL dialect rounds as round(CAST(x AS NUMERIC), d) (DuckDB
+        keeps its round(x, d)). On raw values the numeric is cast back to DOUBLE, so that
+        it compares as x would, and only finite values within ±1e308 are rounded: NaN,
+        ±infinity (PostgreSQL before 14 cannot convert it to numeric) and larger values
+        (whose numeric, of 15 significant digits, can exceed the largest double and fail
+        the cast back) are left as they are, as DuckDB's round leaves them."""
+        value = exp.cast(self.rewrite(node.this.copy()), exp.DataType.Type.DOUBLE)
+        rounded = node.copy()
+        rounded.set("this", value)
+        if self.cleaned:
+            return rounded  # finite, within the column's bounds (within ±2^52)
+        finite = exp.Between(this=value.copy(), low=number(-1e308), high=number(1e308))
+        back = exp.cast(rounded, exp.DataType.Type.DOUBLE)
+        return exp.Case(ifs=[exp.If(this=finite, true=back)], default=value.copy())
+
+    def _floating(self, node: exp.Expr) -> bool:
+        """Whether PostgreSQL computes ``node`` (resolved, checked) as double precision or
+        real: a FLOAT column (also a DECIMAL one once cleaned), a cast to either, or an
+        expression with such a value. Literals are numeric, EXTRACT is numeric (PostgreSQL
+        14 and later), length and width_bucket are integers."""
+        if isinstance(node, exp.Paren):
+            return self._floating(node.this)
+        if isinstance(node, exp.Column):
+            kind = self.scope.info(node).type
+            return kind is ColumnType.FLOAT or (self.cleaned and kind is ColumnType.DECIMAL)
+        if isinstance(node, exp.Cast):
+            return node.to.this in _FLOATING_TYPES
+        values: list[exp.Expr]
+        if isinstance(node, exp.Case):
+            values = [b.args["true"] for b in node.args.get("ifs", [])]
+            values += [node.args["default"]] if node.args.get("default") is not None else []
+        elif isinstance(node, exp.If):
+            values = [node.args["true"], *([node.args["false"]] if node.args.get("false") else [])]
+        elif isinstance(node, (exp.Coalesce, exp.Greatest, exp.Least)):
+            values = [node.this, *node.expressions]
+        elif isinstance(node, (exp.Round, exp.Floor, exp.Ceil, exp.Abs, exp.Sign, exp.Neg)):
+            values = [node.this]
+        elif isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)):
+            values = [node.this, node.expression]
+        else:
+            return False
+        return any(self._floating(v) for v in values)
+
+
+_FLOATING_TYPES = frozenset({exp.DataType.Type.DOUBLE, exp.DataType.Type.FLOAT})
 
 
 def width_bucket_case(node: exp.WidthBucket) -> exp.Expr:

@@ -312,11 +312,17 @@ def sources(
     if not isinstance(source, exp.From):
         raise Rejected("a query must read FROM a protected table")
     sources = [_source(source.this, catalog, f"{prefix}0")]
+    # The sources whose column an unqualified name means, on the left of the next join.
+    left: dict[str, list[Source]] = {}
+    _visible(left, sources[0], frozenset())
     joins = []
     for index, join in enumerate(tree.args.get("joins") or [], start=1):
         joined = _source(join.this, catalog, f"{prefix}{index}")
-        joins.append(Join(joined, _join_kind(join, joined), _join_condition(join, sources, joined)))
+        kind = _join_kind(join, joined)
+        on, merged = _join_condition(join, left, joined)
+        joins.append(Join(joined, kind, on))
         sources.append(joined)
+        _visible(left, joined, merged)
     references = [s.reference.lower() for s in sources]
     if len(set(references)) != len(references):
         raise Rejected("a table name is used twice; give each an alias", sqlstate="42712")
@@ -369,19 +375,60 @@ def _join_kind(join: exp.Join, joined: Source) -> str:
     )
 
 
-def _join_condition(join: exp.Join, sources: list[Source], joined: Source) -> exp.Expr:
+def _join_condition(
+    join: exp.Join, left: dict[str, list[Source]], joined: Source
+) -> tuple[exp.Expr, frozenset[str]]:
+    """The join's condition, and the names of the columns USING merges. ``USING (c)``
+    compares ``c`` on the right with the one column called ``c`` on the left (whatever
+    table it is in, as in PostgreSQL: a column an earlier USING merged counts once, as the
+    left one's, which is its value after an inner or a left join)."""
     on = join.args.get("on")
     using = join.args.get("using")
     if isinstance(on, exp.Expr):
-        return on
-    if using:
-        left = sources[-1]
-        parts = [
-            exp.EQ(
-                this=exp.column(c.name, table=left.reference),
-                expression=exp.column(c.name, table=joined.reference),
+        return on, frozenset()
+    if not using:
+        raise Rejected("a JOIN needs ON <condition> or USING (columns)")
+    parts: list[exp.Expr] = []
+    merged: set[str] = set()
+    hint = "write JOIN … ON with qualified columns, e.g. ON a.x = b.x"
+    for item in using:
+        name = item.name
+        if name.lower() in merged:
+            raise Rejected(
+                f'column name "{name}" appears more than once in USING clause', sqlstate="42701"
             )
-            for c in using
-        ]
-        return exp.and_(*parts)
-    raise Rejected("a JOIN needs ON <condition> or USING (columns)")
+        found = left.get(name.lower(), [])
+        if not found:
+            raise Rejected(
+                f'column "{name}" specified in USING clause does not exist in left table',
+                sqlstate="42703",
+                hint=hint,
+            )
+        if len(found) > 1:
+            raise Rejected(
+                f'common column name "{name}" appears more than once in left table',
+                sqlstate="42702",
+                hint=hint,
+            )
+        if joined.table.columns.get(name.lower()) is None:
+            raise Rejected(
+                f'column "{name}" specified in USING clause does not exist in right table',
+                sqlstate="42703",
+                hint=hint,
+            )
+        merged.add(name.lower())
+        parts.append(
+            exp.EQ(
+                this=exp.column(name, table=found[0].reference),
+                expression=exp.column(name, table=joined.reference),
+            )
+        )
+    return exp.and_(*parts), frozenset(merged)
+
+
+def _visible(left: dict[str, list[Source]], source: Source, merged: frozenset[str]) -> None:
+    """Add ``source``'s columns to those on the left of the next join, but those a USING
+    merged into the left one's."""
+    for name in source.table.columns:
+        if name not in merged:
+            left.setdefault(name, []).append(source)

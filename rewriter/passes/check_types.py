@@ -68,6 +68,8 @@ _NUMBER_FUNCTIONS = (
     exp.Extract,
     exp.WidthBucket,
 )
+#: Functions of a number (their first argument).
+_ON_NUMBERS = (exp.Abs, exp.Round, exp.Floor, exp.Ceil, exp.Sign)
 _SAFE_CAST_TARGETS = {
     # target type -> the kinds of values that always fit it
     exp.DataType.Type.TEXT: {NUMBER, TEXT, DATE, TIME, BOOLEAN, NULL, LITERAL_TEXT},
@@ -191,8 +193,10 @@ def _kind(node: exp.Expr, scope: Scope, where: str, *, raw: bool = True) -> str:
         if any(k in (DATE, TIME) for k in kinds) and isinstance(node, (exp.Add, exp.Sub)):
             return DATE  # date arithmetic with intervals or days
         return _numeric(node, [node.this, node.expression], scope, where, kinds)
-    for child in node.iter_expressions():
-        _kind(child, scope, where, raw=raw)
+    found = {id(child): _kind(child, scope, where, raw=raw) for child in node.iter_expressions()}
+    if isinstance(node, _ON_NUMBERS) and node.this is not None:
+        # round(department, 1) would fail on every row, after the query was charged.
+        _numeric(node, [node.this], scope, where, [found[id(node.this)]])
     if isinstance(node, (exp.And, exp.Or, exp.Not, exp.Is, exp.Like, exp.ILike)):
         return BOOLEAN
     if isinstance(node, _TEXT_FUNCTIONS):

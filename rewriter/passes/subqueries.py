@@ -247,6 +247,7 @@ def _inline(
         s.alias: alias if i == 0 else f"{alias}__{s.reference}" for i, s in enumerate(scope.sources)
     }
     outputs, starred = _outputs(inner, scope)
+    merged = _check_using(tree, node, scope, outputs, starred)
 
     def requalify(expression: exp.Expr) -> exp.Expr:
         def visit(sub: exp.Expr) -> exp.Expr:
@@ -283,6 +284,15 @@ def _inline(
                 "qualify it",
                 sqlstate="42702",
                 hint=f"write {alias}.{sub.name}, or the subquery's table name or alias",
+            )
+        if not sub.table and not _nested_selects(sub) and name in merged:
+            # JOIN (…) s USING (c): an unqualified c is the column on the left of the join
+            # (for a LEFT JOIN, also where s has no row), not s.c.
+            raise Rejected(
+                f'column reference "{sub.name}" is ambiguous',
+                sqlstate="42702",
+                hint="qualify it with the name or alias of the table on the left of the "
+                f"join (what USING means by it), or write {alias}.{sub.name}",
             )
         if not _refers_to(sub, alias):
             return sub
@@ -325,6 +335,55 @@ def _inline(
     tree.transform(substitute, copy=False)
     where = requalify(condition.this) if condition is not None else None
     return _attach(tree, outer_join, flattened, where)
+
+
+def _check_using(
+    tree: exp.Select,
+    node: exp.Subquery,
+    scope: Scope,
+    outputs: dict[str, exp.Expr],
+    starred: list[Source],
+) -> frozenset[str]:
+    """Refuse ``JOIN … USING (c)`` with the row-level subquery ``node`` on either side
+    unless ``c`` means the same column once the subquery is inlined; return the names of
+    the USING columns of the join with ``node`` on its right.
+
+    Inlined, the subquery is its tables under its alias (``<alias>__<name>`` for the
+    others), and check_shape resolves ``USING (c)`` against their columns: right for an
+    output ``c`` that is a column of that name of just one of its tables, and for a ``c``
+    none of its tables has (not the subquery's business). ``SELECT birth_year AS
+    patient_id``, an expression, or a column the subquery does not select would join on
+    another column: refused."""
+    alias = node.alias
+    position = next(i for i, n in enumerate(_source_nodes(tree)) if n is node)
+    merged: set[str] = set()
+    for index, join in enumerate(tree.args.get("joins") or [], start=1):
+        if index < position:
+            continue  # the subquery is on neither side
+        for item in join.args.get("using") or []:
+            name = item.name.lower()
+            holders = [s for s in scope.sources if s.table.columns.get(name)]
+            output = outputs.get(name)
+            selected = [s for s in starred if s.table.columns.get(name)]
+            if output is None and not selected:
+                plain = not holders
+            elif output is not None and not selected:
+                plain = False
+                if isinstance(output, exp.Column) and not isinstance(output.this, exp.Star):
+                    source, info = scope.lookup(output, "the subquery")
+                    plain = info.name.lower() == name and holders == [source]
+            else:
+                plain = output is None and selected == holders and len(holders) == 1
+            if not plain:
+                raise Rejected(
+                    f'USING ({item.name}) in a join with subquery "{alias}" is not supported: '
+                    f"the subquery must select {item.name} as it is, a column of that name of "
+                    "just one of its tables",
+                    hint=f"write JOIN … ON instead, e.g. ON x.{item.name} = {alias}.{item.name}",
+                )
+            if index == position:
+                merged.add(name)
+    return frozenset(merged)
 
 
 def _outputs(inner: exp.Select, scope: Scope) -> tuple[dict[str, exp.Expr], list[Source]]:

@@ -63,7 +63,8 @@ def rejected(sql: str) -> Rejected:
         ),
         ("SELECT COUNT(*) FROM visits JOIN visits ON true", "42712", "twice"),
         (
-            "SELECT COUNT(*) FROM prescriptions rx JOIN prescriptions rx2 ON rx.visit_id = rx2.rx_id",
+            "SELECT COUNT(*) FROM prescriptions rx JOIN prescriptions rx2 "
+            "ON rx.visit_id = rx2.rx_id",
             "0A000",
             "foreign-key path",
         ),
