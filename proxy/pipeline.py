@@ -7,6 +7,7 @@ stands whatever happens after.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import time
@@ -191,7 +192,9 @@ class Pipeline:
         if cached is not None:
             return cached
         try:
-            made = plan(sql, self.catalog, request)
+            # In a worker thread: a long plan (a statement of many thousand terms) must not
+            # stall the other sessions, nor a shutdown.
+            made = await asyncio.to_thread(plan, sql, self.catalog, request)
         except Rejected as rejection:
             attempt = Attempt(analyst=asker.analyst, client_address=asker.address, sql=sql)
             await self.ledger.refuse(attempt, Decision.REJECTED, rejection.message, asker.budget)
@@ -325,9 +328,10 @@ class Pipeline:
             if isinstance(failure, PostProcessError):
                 raise QueryError(
                     "22000",
-                    f"the noisy answer could not be post-processed ({failure}); the charge of "
-                    f"{cost} stands",
-                    hint="check the arithmetic of the select list, HAVING and ORDER BY",
+                    f"the noisy answer could not be post-processed: {failure.reason}; the "
+                    f"charge of {cost} stands",
+                    hint="check the casts and arithmetic of the select list, HAVING and "
+                    "ORDER BY (e.g. cast a count to bigint, not smallint)",
                 ) from None
             if isinstance(failure, QueryCanceled):
                 message = f"canceling statement due to user request; the charge of {cost} stands"
@@ -409,7 +413,9 @@ class Pipeline:
                 asker.budget,
             )
             raise QueryError(
-                "22000", f"the noisy answer could not be post-processed ({failure})"
+                "22000",
+                f"the noisy answer could not be post-processed: {failure.reason}",
+                hint="check the casts and arithmetic of the select list, HAVING and ORDER BY",
             ) from None
         intervals = _intervals(query_plan, report)
         if intervals is not None:  # the flags of the first answer: they come with its release

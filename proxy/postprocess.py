@@ -40,7 +40,21 @@ _OIDS: tuple[tuple[str, int, int], ...] = (
 
 
 class PostProcessError(Exception):
-    """The post-query failed (e.g. a division by zero in the analyst's arithmetic)."""
+    """The post-query failed (e.g. a cast of a noisy count to smallint). ``str()`` is
+    DuckDB's text, for the audit log and the server log; ``reason`` says what failed in
+    words for the analyst, without the engine's text or the internal SQL."""
+
+    def __init__(
+        self, text: str, reason: str = "a function or operator failed on the noisy values"
+    ) -> None:
+        super().__init__(text)
+        self.reason = reason
+
+
+def _reason(error: duckdb.Error) -> str:
+    if isinstance(error, (duckdb.ConversionException, duckdb.OutOfRangeException)):
+        return "a noisy value did not fit its type (a CAST to a narrower type, or out of range)"
+    return "a function or operator failed on the noisy values"
 
 
 @dataclass(frozen=True)
@@ -99,7 +113,7 @@ class PostProcessor:
             description = result.description or []
             fetched = result.fetchall()
         except duckdb.Error as error:
-            raise PostProcessError(str(error)) from None
+            raise PostProcessError(str(error), _reason(error)) from None
         finally:
             cursor.close()
         described = tuple(ColumnDescription(str(d[0]), *_oid(str(d[1]))) for d in description)

@@ -146,19 +146,14 @@ def _kind(node: exp.Expr, scope: Scope, where: str, *, raw: bool = True) -> str:
         # CASE x WHEN y …: x is compared with each WHEN value, row by row.
         whens = [branch.this for branch in node.args.get("ifs", [])]
         _comparable(node, [node.this, *whens], scope, where, raw=True)
-    if isinstance(node, (exp.Case, exp.If)) and not raw:
-        # Conditions see raw values; the branches are values.
+    if isinstance(node, (exp.Case, exp.If)):
+        # Conditions see raw values; the branches are values (raw or not, as the CASE).
         for branch in node.args.get("ifs", []) if isinstance(node, exp.Case) else [node]:
             _kind(branch.this, scope, where, raw=True)
-        values: list[exp.Expr] = (
-            [b.args["true"] for b in node.args.get("ifs", [])]
-            + ([node.args["default"]] if node.args.get("default") is not None else [])
-            if isinstance(node, exp.Case)
-            else [node.args["true"], *([node.args["false"]] if node.args.get("false") else [])]
+        values = _chosen(node)
+        return _common(
+            node, values, [_kind(v, scope, where, raw=raw) for v in values], scope, where, raw=raw
         )
-        for value in values:
-            _kind(value, scope, where, raw=False)
-        return _common(node, scope, where, raw=False)
     if isinstance(node, exp.Column):
         return _COLUMN_KINDS[scope.info(node).type]
     if isinstance(node, exp.Literal):
@@ -203,10 +198,11 @@ def _kind(node: exp.Expr, scope: Scope, where: str, *, raw: bool = True) -> str:
         return TEXT
     if isinstance(node, _NUMBER_FUNCTIONS):
         return NUMBER
-    if isinstance(node, (exp.Coalesce, exp.Greatest, exp.Least, exp.Case, exp.If)):
-        return _common(node, scope, where, raw=raw)
+    if isinstance(node, (exp.Coalesce, exp.Greatest, exp.Least)):
+        values = _chosen(node)
+        return _common(node, values, [found[id(v)] for v in values], scope, where, raw=raw)
     if isinstance(node, (exp.DateTrunc, exp.TimestampTrunc)):
-        if raw and where != "GROUP BY" and _kind(node.this, scope, where) == DATE:
+        if raw and where != "GROUP BY" and found[id(node.this)] == DATE:
             # PostgreSQL truncates a date as a timestamp, and fails on dates beyond the
             # year 294276 (GROUP BY keys are computed within the years 1 to 9999).
             raise Rejected(
@@ -441,17 +437,30 @@ def _comparable(
     )
 
 
-def _common(node: exp.Expr, scope: Scope, where: str, *, raw: bool = True) -> str:
-    values: list[exp.Expr]
+def _chosen(node: exp.Expr) -> list[exp.Expr]:
+    """The values a CASE, IF, COALESCE, GREATEST or LEAST chooses among."""
     if isinstance(node, exp.Case):
         values = [b.args["true"] for b in node.args.get("ifs", [])]
         if node.args.get("default") is not None:
             values.append(node.args["default"])
-    elif isinstance(node, exp.If):
-        values = [node.args["true"], *([node.args["false"]] if node.args.get("false") else [])]
-    else:
-        values = [node.this, *node.expressions]
-    kinds = {_kind(v, scope, where) for v in values} - {NULL}
+        return values
+    if isinstance(node, exp.If):
+        return [node.args["true"], *([node.args["false"]] if node.args.get("false") else [])]
+    return [node.this, *node.expressions]
+
+
+def _common(
+    node: exp.Expr,
+    values: list[exp.Expr],
+    each: list[str],
+    scope: Scope,
+    where: str,
+    *,
+    raw: bool = True,
+) -> str:
+    """The kind of a choice among ``values``, whose kinds (``each``) the caller found
+    (finding them again here would take time exponential in the nesting of CASEs)."""
+    kinds = set(each) - {NULL}
     if len(kinds - {LITERAL_TEXT}) > 1 or (LITERAL_TEXT in kinds and kinds - {LITERAL_TEXT, TEXT}):
         raise Rejected(
             f"{node.sql(dialect='postgres')} in {where} mixes values of different types",

@@ -141,3 +141,21 @@ def test_show_budget_names_the_gaussian_cost(pipeline: Pipeline) -> None:
         "δ: 0 spent by partition selection, 1e-6 left of 1e-6 (a query grouping by keys "
         "found in the data spends δ=1e-9)"
     )
+
+
+def test_post_processing_that_fails_after_the_charge_says_why_in_words(
+    pipeline: Pipeline,
+) -> None:
+    """x * x * 20000 fits a smallint at x = 0 and 1 (the check before the charge) but not
+    at a noisy count near 8: the analyst learns what failed, without DuckDB's text or the
+    internal SQL, and the audit log keeps DuckDB's text."""
+    s = session(pipeline)
+    run(s, "SET dpproxy.epsilon = 5")
+    sql = "SELECT CAST(COUNT(*) * COUNT(*) * 20000 AS SMALLINT) AS n FROM visits"
+    with pytest.raises(QueryError) as failed:
+        run(s, sql)
+    message = failed.value.message
+    assert "a noisy value did not fit its type" in message and "the charge of ε=5 stands" in message
+    assert "released" not in message and "Error" not in message and "LINE" not in message
+    (record,) = asyncio.run(pipeline.ledger.records("alice", (Decision.FAILED,)))
+    assert "Conversion Error" in (record.reason or "") or "Out of Range" in (record.reason or "")
