@@ -26,9 +26,8 @@ def parse_statement(sql: str) -> exp.Expr:
             "the statement is nested too deeply", sqlstate="54001", hint="simplify the query"
         ) from None
     except (ParseError, TokenError) as error:
-        first_line = str(error).splitlines()[0] if str(error) else "syntax error"
         raise Rejected(
-            f"syntax error: {first_line}", sqlstate="42601", hint="check the query's syntax"
+            _syntax_message(error), sqlstate="42601", hint="check the query's syntax"
         ) from None
     if len(statements) != 1:
         raise Rejected(
@@ -42,6 +41,18 @@ def parse_statement(sql: str) -> exp.Expr:
         if meta is not None:
             _drop_positions(node, meta)
     return statement
+
+
+def _syntax_message(error: ParseError | TokenError) -> str:
+    """PostgreSQL's words where sqlglot's name its own classes ("Required keyword:
+    'expression' missing for <class 'sqlglot.expressions.core.GT'>")."""
+    found = error.errors[0] if isinstance(error, ParseError) and error.errors else None
+    text = str(error).splitlines()[0] if str(error) else ""
+    if found is None or "<class" not in str(found.get("description", "")):
+        return f"syntax error: {text}" if text else "syntax error"
+    near = str(found.get("highlight") or "").strip()
+    where = f"line {found.get('line')}, column {found.get('col')}"
+    return f'syntax error at or near "{near}" ({where})' if near else f"syntax error ({where})"
 
 
 #: The token positions sqlglot's parser records in a node's meta: unused by the rewriter

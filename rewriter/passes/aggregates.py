@@ -153,6 +153,12 @@ def _check_row_count(bound: exp.Expr | None, clause: str) -> None:
     here, for free, rather than failing on the released rows after the charge."""
     if bound is None:
         return
+    if isinstance(bound, exp.Neg) and isinstance(bound.this, exp.Literal) and bound.this.is_int:
+        raise Rejected(
+            f"{clause} must not be negative",
+            sqlstate="2201W",
+            hint=f"write {clause} 0 or more" + (", or leave it out" if clause == "LIMIT" else ""),
+        )
     if not (isinstance(bound, exp.Literal) and bound.is_int):
         raise Rejected(f"{clause} takes a whole number")
     if int(bound.this) > MAX_ROW_COUNT:
@@ -324,6 +330,7 @@ def _replace_keys(
     replaced = node.transform(replace, copy=False)
     for column in replaced.find_all(exp.Column):
         if not _is_released(column):
+            shape.scope.lookup(column, where)  # a column that does not exist says so first
             raise Rejected(
                 f'column "{column.sql(dialect="postgres")}" must appear in the GROUP BY clause '
                 "or be used in an aggregate function",

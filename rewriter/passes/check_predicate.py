@@ -324,10 +324,27 @@ def _check_node(node: exp.Expr, where: str, *, nested: bool = False) -> None:
             f"subqueries in {where} are not supported",
             hint="subqueries are supported in WHERE only; see docs/sql.md",
         )
+    if isinstance(node, exp.Placeholder | exp.Parameter):
+        raise Rejected(
+            f"there is no parameter {node.sql(dialect='postgres')}",
+            sqlstate="42P02",
+            hint="send the values with the query (parameters numbered from $1, extended "
+            "protocol), or write them in the SQL",
+        )
     if isinstance(node, exp.Func):
+        written = _WRITTEN.get(type(node))
         name = node.sql_name() if not isinstance(node, exp.Anonymous) else str(node.this)
         raise Rejected(
-            f"function {name.lower()}() is not allowed in {where}",
+            f"{written or f'function {name.lower()}()'} is not allowed in {where}",
             hint=f"allowed functions: {ALLOWED_FUNCTIONS}",
         )
     raise Rejected(f"{node.key.upper()} is not allowed in {where}")
+
+
+#: How the analyst wrote what sqlglot reads as another function.
+_WRITTEN: dict[type[exp.Expr], str] = {
+    exp.RegexpLike: "the regular expression match ~",
+    exp.RegexpILike: "the regular expression match ~*",
+    exp.Pad: "lpad() or rpad()",
+    exp.Collate: "COLLATE",
+}

@@ -161,7 +161,7 @@ GROUPED = "SELECT department, COUNT(*) FROM visits GROUP BY department"
         ("OFFSET 100000000000000000000", "22003", "OFFSET 100000000000000000000 is out"),
         (f"LIMIT {2**63}", "22003", "at most 9223372036854775807"),
         (f"LIMIT 1 OFFSET {2**63}", "22003", "OFFSET"),
-        ("LIMIT -1", "0A000", "LIMIT takes a whole number"),
+        ("LIMIT -1", "2201W", "LIMIT must not be negative"),
         ("ORDER BY 3", "42P10", "ORDER BY position 3 is not in select list"),
         ("ORDER BY 0", "42P10", "position 0"),
         ("ORDER BY -1", "42P10", "position -1"),

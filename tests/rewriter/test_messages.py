@@ -1,0 +1,36 @@
+"""Rejections speak PostgreSQL's language and the analyst's SQL: never sqlglot's class
+names or the name of the function sqlglot reads an operator as."""
+
+from __future__ import annotations
+
+import pytest
+
+from rewriter import PlanRequest, Rejected, plan
+from tests.rewriter.test_planner import CATALOG
+
+
+@pytest.mark.parametrize(
+    ("sql", "code", "message"),
+    [
+        # `--` starts a comment, as in PostgreSQL: the comparison has no right side.
+        ("SELECT COUNT(*) FROM visits WHERE cost > ---1", "42601", 'at or near ">"'),
+        ("SELECT COUNT(*) FROM visits WHERE cost > (", "42601", 'at or near "("'),
+        ("SELECT COUNT(*) FROM visits WHERE department ~ 'a'", "0A000", "match ~ is not"),
+        ("SELECT COUNT(*) FROM visits WHERE department ~* 'a'", "0A000", "match ~* is not"),
+        ("SELECT COUNT(*) FROM visits WHERE lpad(department, 3) = 'a'", "0A000", "lpad() or"),
+        (
+            "SELECT COUNT(*) FROM visits WHERE department COLLATE \"C\" = 'a'",
+            "0A000",
+            "COLLATE is not allowed",
+        ),
+        ("SELECT COUNT(*) FROM visits WHERE cost > $1", "42P02", "there is no parameter $1"),
+        ("SELECT nosuch FROM visits", "42703", 'column "nosuch" does not exist'),
+        ("SELECT COUNT(*) FROM visits LIMIT -1", "2201W", "LIMIT must not be negative"),
+        ("SELECT COUNT(*) FROM visits OFFSET -5", "2201W", "OFFSET must not be negative"),
+    ],
+)
+def test_rejections_name_what_the_analyst_wrote(sql: str, code: str, message: str) -> None:
+    with pytest.raises(Rejected) as caught:
+        plan(sql, CATALOG, PlanRequest(1.0))
+    assert caught.value.sqlstate == code and message in caught.value.message
+    assert "<class" not in caught.value.message and "sqlglot" not in caught.value.message
