@@ -5,6 +5,15 @@ placeholder node is replaced by a typed literal node (a number, a quoted string,
 NULL, or a CAST of a quoted string), and the SQL is generated again by sqlglot. Numbers
 are checked to be numbers before they become numeric literals; everything else is a
 string literal that sqlglot quotes. The session (and so the audit log) sees the bound SQL.
+
+Where the placeholders are is decided first by :func:`scan`, which reads the text by
+PostgreSQL's lexical rules (string constants, quoted identifiers, dollar quotes and
+comments hide a ``$1``; ``x$1`` is an identifier). sqlglot is given the same text with a
+space on each side of every placeholder (it cannot tokenize ``$1,$2``: it takes ``$1,$``
+for the start of a dollar quote), and its tree must hold exactly the placeholders the
+scan found, else the statement is refused: text is never bound by a reading that
+PostgreSQL would not make. The scan also counts the statements: a prepared statement
+holds one.
 """
 
 from __future__ import annotations
@@ -28,9 +37,12 @@ from proxy.seam import QueryError
 PROTOCOL_VIOLATION = "08P01"
 SYNTAX_ERROR = "42601"
 UNDEFINED_PARAMETER = "42P02"
+UNDEFINED_OBJECT = "42704"
 MAX_PARAMETERS = 65535
-_PLACEHOLDER = re.compile(r"\$(\d+)")
+MAX_TYPE_OID = 0x7FFFFFFF  # a Parse's type OID above this was sent as a negative int32
 DIALECT = "postgres"
+CANNOT_READ = "dpproxy cannot read this statement to bind its parameters"
+CANNOT_READ_HINT = "check the SQL; parameters are $1, $2, ... in place of values"
 
 # Types a `$n::type` cast tells the parameter's type by.
 _CAST_OIDS: dict[exp.DType, int] = {
@@ -60,40 +72,210 @@ class ParsedStatement:
     parameter_types: tuple[int, ...]
 
 
-def might_have_placeholders(sql: str) -> bool:
-    return "$" in sql and _PLACEHOLDER.search(sql) is not None
-
-
 def prepare(sql: str, declared: Sequence[int]) -> ParsedStatement:
-    """Parse ``sql`` once (at Parse time) if it has placeholders. Raise QueryError."""
-    if not might_have_placeholders(sql):
-        return ParsedStatement(sql, None, tuple(declared))
-    try:
-        trees = [t for t in sqlglot.parse(sql, dialect=DIALECT) if t is not None]
-    except SqlglotError:
-        if declared:
+    """Read ``sql`` once (at Parse time) and parse it if it has placeholders. Raise
+    QueryError where PostgreSQL's Parse fails too, and where dpproxy cannot tell."""
+    for oid in declared:
+        if oid > MAX_TYPE_OID:
             raise QueryError(
-                SYNTAX_ERROR,
-                "dpproxy cannot read this statement to bind its parameters",
-                hint="check the SQL; parameters are $1, $2, ... in place of values",
-            ) from None
-        return ParsedStatement(sql, None, ())
-    if len(trees) > 1:
+                UNDEFINED_OBJECT,
+                f"type with OID {oid} does not exist",
+                hint="declare each parameter's type as 0 (unspecified) or a built-in type's OID",
+            )
+    scanned = scan(sql)
+    if scanned.statements > 1:
         raise QueryError(SYNTAX_ERROR, "cannot insert multiple commands into a prepared statement")
-    if not trees:
+    if not scanned.placeholders:
         return ParsedStatement(sql, None, tuple(declared))
-    tree = trees[0]
-    placeholders = _placeholders(tree)
-    if not placeholders:
-        return ParsedStatement(sql, None, tuple(declared))
-    count = max(*placeholders, len(declared))
+    numbers = sorted(p.number for p in scanned.placeholders)
+    count = max(numbers[-1], len(declared))
     if count > MAX_PARAMETERS:
         raise QueryError(PROTOCOL_VIOLATION, f"too many parameters: {count}")
+    if numbers[0] < 1:
+        raise QueryError(UNDEFINED_PARAMETER, f"there is no parameter ${numbers[0]}")
+    tree = _parse(_spaced(sql, scanned.placeholders))
+    nodes = list(tree.find_all(exp.Parameter))
+    if sorted(_number(n) or 0 for n in nodes) != numbers or any(
+        n.arg_key == "alias" for n in nodes
+    ):
+        # sqlglot found other placeholders than PostgreSQL's rules do (it reads "@1" as
+        # one, and "SELECT 1 $1" as an alias): binding its reading could change the SQL.
+        raise QueryError(SYNTAX_ERROR, CANNOT_READ, hint=CANNOT_READ_HINT)
+    placeholders = _placeholders(tree)
     types = [declared[i] if i < len(declared) else 0 for i in range(count)]
     for index, node in placeholders.items():
         if types[index - 1] == 0:
             types[index - 1] = _infer(node)
     return ParsedStatement(sql, tree, tuple(types))
+
+
+def _parse(text: str) -> exp.Expr:
+    try:
+        trees = [t for t in sqlglot.parse(text, dialect=DIALECT) if t is not None]
+    except SqlglotError:
+        trees = []
+    if len(trees) != 1:  # the scan found one statement, with placeholders
+        raise QueryError(SYNTAX_ERROR, CANNOT_READ, hint=CANNOT_READ_HINT)
+    return trees[0]
+
+
+def _spaced(sql: str, placeholders: Sequence[Placeholder]) -> str:
+    """``sql`` with a space on each side of every placeholder and a newline at the end:
+    the same tokens for PostgreSQL (a placeholder is a whole token, outside any quote or
+    comment), and text sqlglot tokenizes. sqlglot reads from each "$" to the next one or
+    to the end to tell a dollar quote: the space makes that text hold whitespace, which
+    makes it a placeholder, and the newline keeps a '' at the very end from failing."""
+    parts: list[str] = []
+    position = 0
+    for placeholder in placeholders:
+        parts += [
+            sql[position : placeholder.start],
+            " ",
+            sql[placeholder.start : placeholder.end],
+            " ",
+        ]
+        position = placeholder.end
+    parts += [sql[position:], "\n"]
+    return "".join(parts)
+
+
+# ---------------------------------------------------------------------------------------
+# PostgreSQL's lexical rules, as far as placeholders and statements need them
+
+
+@dataclass(frozen=True)
+class Placeholder:
+    """``$number`` at ``sql[start:end]``."""
+
+    number: int
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Scan:
+    placeholders: tuple[Placeholder, ...]
+    statements: int
+    """How many statements the text holds: ``;`` separates them; empty ones do not count."""
+
+
+_IDENT_START = "A-Za-z_\u0080-\U0010ffff"
+_IDENT_CONT = _IDENT_START + "0-9$"
+_WHITESPACE = frozenset(" \t\n\r\f\v")
+_IDENTIFIER = re.compile(f"[{_IDENT_START}][{_IDENT_CONT}]*")
+_PARAMETER = re.compile(r"\$([0-9]+)")
+_DOLLAR_QUOTE = re.compile(f"\\$(?:[{_IDENT_START}][{_IDENT_START}0-9]*)?\\$")
+# Possessive, as PostgreSQL's lexer: '' inside a quote is always a quote, never an end.
+_STRING = re.compile(r"'(?:[^']++|'')*+'")
+_EXTENDED_STRING = re.compile(r"[eE]'(?:[^'\\]++|\\.|'')*+'", re.DOTALL)
+_QUOTED_IDENTIFIER = re.compile(r'"(?:[^"]++|"")*+"')
+_DIGITS = r"[0-9](?:_?[0-9])*"
+_NUMBER = re.compile(
+    r"0[xX](?:_?[0-9A-Fa-f])+|0[oO](?:_?[0-7])+|0[bB](?:_?[01])+"
+    rf"|(?:{_DIGITS}(?:\.(?!\.)(?:{_DIGITS})?)?|\.{_DIGITS})(?:[eE][+-]?{_DIGITS})?"
+)
+_LINE_END = re.compile(r"[\n\r]")
+_COMMENT_MARK = re.compile(r"/\*|\*/")
+
+
+def scan(sql: str) -> Scan:
+    """The placeholders and the number of statements of ``sql``, read as PostgreSQL's
+    lexer reads it (standard_conforming_strings on, which dpproxy's sessions keep). Raise
+    QueryError (42601) where PostgreSQL's lexer fails: an unterminated quote or comment,
+    or trailing junk after a number or a placeholder (``$1abc``, PostgreSQL 15 on)."""
+    placeholders: list[Placeholder] = []
+    statements = 0
+    in_statement = False
+    position = 0
+    length = len(sql)
+    while position < length:
+        char = sql[position]
+        if char in _WHITESPACE:
+            position += 1
+            continue
+        if sql.startswith("--", position):
+            found = _LINE_END.search(sql, position)
+            position = length if found is None else found.end()
+            continue
+        if sql.startswith("/*", position):
+            position = _block_comment_end(sql, position)
+            continue
+        if char == ";":
+            if in_statement:
+                statements += 1
+                in_statement = False
+            position += 1
+            continue
+        in_statement = True
+        if char == "'":
+            position = _quoted(sql, position, _STRING, "unterminated quoted string")
+        elif char in "eE" and sql.startswith("'", position + 1):
+            position = _quoted(sql, position, _EXTENDED_STRING, "unterminated quoted string")
+        elif char == '"':
+            position = _quoted(sql, position, _QUOTED_IDENTIFIER, "unterminated quoted identifier")
+        elif char == "$":
+            position = _dollar(sql, position, placeholders)
+        elif (identifier := _IDENTIFIER.match(sql, position)) is not None:
+            position = identifier.end()
+        elif (number := _NUMBER.match(sql, position)) is not None:
+            position = number.end()
+            _no_junk(sql, position, number.start(), "trailing junk after numeric literal")
+        else:
+            position += 1  # an operator or punctuation character
+    return Scan(tuple(placeholders), statements + 1 if in_statement else statements)
+
+
+def _near(sql: str, start: int) -> str:
+    shown = sql[start : start + 40]
+    return f'"{shown}"' if len(sql) - start <= 40 else f'"{shown}..."'
+
+
+def _quoted(sql: str, start: int, pattern: re.Pattern[str], unterminated: str) -> int:
+    found = pattern.match(sql, start)
+    if found is None:
+        raise QueryError(SYNTAX_ERROR, f"{unterminated} at or near {_near(sql, start)}")
+    return found.end()
+
+
+def _block_comment_end(sql: str, start: int) -> int:
+    """The end of the comment opening at ``start``: comments nest, as in PostgreSQL."""
+    depth = 0
+    position = start
+    while (mark := _COMMENT_MARK.search(sql, position)) is not None:
+        depth += 1 if mark.group() == "/*" else -1
+        position = mark.end()
+        if depth == 0:
+            return position
+    raise QueryError(SYNTAX_ERROR, f"unterminated /* comment at or near {_near(sql, start)}")
+
+
+def _dollar(sql: str, start: int, placeholders: list[Placeholder]) -> int:
+    """Past a placeholder, a dollar-quoted string or a lone ``$`` at ``start``."""
+    parameter = _PARAMETER.match(sql, start)
+    if parameter is not None:
+        end = parameter.end()
+        _no_junk(sql, end, start, "trailing junk after parameter")
+        digits = parameter.group(1)
+        # Beyond MAX_PARAMETERS the exact number does not matter (prepare refuses it).
+        number = int(digits) if len(digits) <= 6 else MAX_PARAMETERS + 1
+        placeholders.append(Placeholder(number, start, end))
+        return end
+    opening = _DOLLAR_QUOTE.match(sql, start)
+    if opening is None:
+        return start + 1  # "$" alone, a syntax error for PostgreSQL's parser
+    closing = sql.find(opening.group(), opening.end())
+    if closing < 0:
+        raise QueryError(
+            SYNTAX_ERROR, f"unterminated dollar-quoted string at or near {_near(sql, start)}"
+        )
+    return closing + len(opening.group())
+
+
+def _no_junk(sql: str, end: int, start: int, message: str) -> None:
+    """Refuse letters right after the token at ``sql[start:end]``, as PostgreSQL 15 on."""
+    junk = _IDENTIFIER.match(sql, end)
+    if junk is not None:
+        raise QueryError(SYNTAX_ERROR, f'{message} at or near "{sql[start : junk.end()]}"')
 
 
 def _placeholders(tree: exp.Expr) -> dict[int, exp.Parameter]:
@@ -138,8 +320,6 @@ def bind(
             PROTOCOL_VIOLATION,
             f"bind message has {len(formats)} parameter formats but {len(parameters)} parameters",
         )
-    if statement.tree is None:
-        return statement.sql
     decoded: list[Value] = []
     for index, (oid, data) in enumerate(zip(statement.parameter_types, parameters, strict=True)):
         fmt = formats[0] if len(formats) == 1 else (formats[index] if formats else 0)
@@ -147,6 +327,8 @@ def bind(
             decoded.append(decode_parameter(oid, data, fmt))
         except ValueFormatError as error:
             raise QueryError(error.sqlstate, f"parameter ${index + 1}: {error.message}") from None
+    if statement.tree is None:  # every value was still checked, as PostgreSQL does
+        return statement.sql
     return substitute(
         statement,
         [literal(oid, v) for oid, v in zip(statement.parameter_types, decoded, strict=True)],

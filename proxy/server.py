@@ -35,6 +35,7 @@ from proxy.protocol.messages import (
     Flush,
     FrontendMessage,
     GSSENCRequest,
+    InvalidEncoding,
     OtherMessage,
     Parse,
     Query,
@@ -484,6 +485,14 @@ class _Connection:
                 await self.flush()
             elif isinstance(msg, _EXTENDED):
                 await self.extended_message(session, msg)
+            elif isinstance(msg, InvalidEncoding):
+                # As PostgreSQL: an ERROR, and the session goes on. In the extended
+                # protocol, the messages up to Sync are skipped, as after any error there.
+                self.send(codec.error_response(msg.sqlstate, msg.message))
+                if msg.type == b"Q":
+                    self.send(codec.ready_for_query(_status(session)))
+                else:
+                    self.move(ConnectionState.IN_EXTENDED_ERROR)
             elif isinstance(msg, OtherMessage):
                 if msg.type == b"F":
                     self.send(codec.error_response("0A000", FUNCTION_CALL_MESSAGE))

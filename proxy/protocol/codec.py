@@ -2,13 +2,18 @@
 
 The decoder is fed raw bytes and yields complete :mod:`~proxy.protocol.messages` values.
 Every malformed input raises :class:`ProtocolViolation` (and nothing else); once it has
-raised, the decoder stays broken, since the byte stream can no longer be framed.
+raised, the decoder stays broken, since the byte stream can no longer be framed. The one
+exception is text that is not UTF-8 in a message that is otherwise well formed (a Query,
+Parse, Bind, Describe, Execute or Close): the message is framed and read to its end, and
+an :class:`~proxy.protocol.messages.InvalidEncoding` takes its place, which the server
+answers with an ERROR, as PostgreSQL does, and the stream stays in sync.
 """
 
 from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
 
 from proxy.protocol.messages import (
     CANCEL_REQUEST_CODE,
@@ -23,6 +28,7 @@ from proxy.protocol.messages import (
     Flush,
     FrontendMessage,
     GSSENCRequest,
+    InvalidEncoding,
     OtherMessage,
     Parse,
     PasswordMessage,
@@ -34,6 +40,7 @@ from proxy.protocol.messages import (
     Sync,
     Terminate,
 )
+from proxy.protocol.values import invalid_utf8_message
 
 DEFAULT_MAX_MESSAGE_SIZE = 1 << 20
 # PostgreSQL refuses startup packets above 10,000 bytes (MAX_STARTUP_PACKET_LENGTH).
@@ -43,6 +50,7 @@ _INT16 = struct.Struct("!h")
 _INT32 = struct.Struct("!i")
 _UINT32 = struct.Struct("!I")
 _HEADER = struct.Struct("!ci")
+_M = TypeVar("_M", bound=FrontendMessage)
 
 
 class ProtocolViolation(Exception):
@@ -56,14 +64,20 @@ class ProtocolViolation(Exception):
 
 
 class _Reader:
-    """Sequential reads from one message payload; every overrun is a ProtocolViolation."""
+    """Sequential reads from one message payload; every overrun is a ProtocolViolation.
 
-    __slots__ = ("_data", "_pos", "_what")
+    A string that is not UTF-8 is a ProtocolViolation too, unless ``lenient``: then the
+    first such string's error is kept in :attr:`bad_text` and reading goes on, so that the
+    message can be checked to the end and answered with an ERROR instead."""
 
-    def __init__(self, data: bytes, what: str) -> None:
+    __slots__ = ("_data", "_lenient", "_pos", "_what", "bad_text")
+
+    def __init__(self, data: bytes, what: str, *, lenient: bool = False) -> None:
         self._data = data
         self._pos = 0
         self._what = what
+        self._lenient = lenient
+        self.bad_text: str | None = None
 
     def _fail(self, reason: str) -> ProtocolViolation:
         return ProtocolViolation(f"invalid {self._what} message: {reason}")
@@ -100,9 +114,23 @@ class _Reader:
         end = self._data.find(b"\x00", self._pos)
         if end < 0:
             raise self._fail("string is missing its NUL terminator")
-        value = _text(self._data[self._pos : end], self._what)
+        data = self._data[self._pos : end]
         self._pos = end + 1
-        return value
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            if not self._lenient:
+                raise self._fail("text is not valid UTF-8") from exc
+            if self.bad_text is None:
+                self.bad_text = invalid_utf8_message(data, exc.start)
+            return data.decode("utf-8", "replace")
+
+    def checked(self, message: _M, type_byte: bytes) -> _M | InvalidEncoding:
+        """``message``, read to its end, or InvalidEncoding if a string was not UTF-8."""
+        self.end()
+        if self.bad_text is not None:
+            return InvalidEncoding(type_byte, self.bad_text)
+        return message
 
     def rest(self) -> bytes:
         value = self._data[self._pos :]
@@ -117,22 +145,14 @@ class _Reader:
             raise self._fail("unexpected trailing bytes")
 
 
-def _text(data: bytes, what: str) -> str:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ProtocolViolation(f"invalid {what} message: text is not valid UTF-8") from exc
-
-
 # ---------------------------------------------------------------------------------------
 # Frontend message parsers (payload without the type byte and length)
 
 
-def _parse_query(payload: bytes) -> Query:
-    r = _Reader(payload, "Query")
+def _parse_query(payload: bytes) -> Query | InvalidEncoding:
+    r = _Reader(payload, "Query", lenient=True)
     sql = r.cstring()
-    r.end()
-    return Query(sql)
+    return r.checked(Query(sql), b"Q")
 
 
 def _parse_terminate(payload: bytes) -> Terminate:
@@ -150,16 +170,15 @@ def _parse_flush(payload: bytes) -> Flush:
     return Flush()
 
 
-def _parse_parse(payload: bytes) -> Parse:
-    r = _Reader(payload, "Parse")
+def _parse_parse(payload: bytes) -> Parse | InvalidEncoding:
+    r = _Reader(payload, "Parse", lenient=True)
     name = r.cstring()
     query = r.cstring()
     count = r.int16()
     if count < 0:
         raise r._fail("negative parameter count")
     types = tuple(r.int32() & 0xFFFFFFFF for _ in range(count))
-    r.end()
-    return Parse(name, query, types)
+    return r.checked(Parse(name, query, types), b"P")
 
 
 def _int16_list(r: _Reader) -> tuple[int, ...]:
@@ -169,8 +188,8 @@ def _int16_list(r: _Reader) -> tuple[int, ...]:
     return tuple(r.int16() for _ in range(count))
 
 
-def _parse_bind(payload: bytes) -> Bind:
-    r = _Reader(payload, "Bind")
+def _parse_bind(payload: bytes) -> Bind | InvalidEncoding:
+    r = _Reader(payload, "Bind", lenient=True)
     portal = r.cstring()
     statement = r.cstring()
     formats = _int16_list(r)
@@ -182,34 +201,32 @@ def _parse_bind(payload: bytes) -> Bind:
         length = r.int32()
         values.append(None if length == -1 else r.raw(length))
     result_formats = _int16_list(r)
-    r.end()
-    return Bind(portal, statement, formats, tuple(values), result_formats)
+    return r.checked(Bind(portal, statement, formats, tuple(values), result_formats), b"B")
 
 
-def _kind_and_name(payload: bytes, what: str) -> tuple[str, str]:
-    r = _Reader(payload, what)
+def _kind_and_name(payload: bytes, what: str) -> tuple[_Reader, str, str]:
+    r = _Reader(payload, what, lenient=True)
     kind = r.byte()
     if kind not in ("S", "P"):
         raise r._fail(f"unknown target {kind!r} (expected 'S' or 'P')")
-    name = r.cstring()
-    r.end()
-    return kind, name
+    return r, kind, r.cstring()
 
 
-def _parse_describe(payload: bytes) -> Describe:
-    return Describe(*_kind_and_name(payload, "Describe"))
+def _parse_describe(payload: bytes) -> Describe | InvalidEncoding:
+    r, kind, name = _kind_and_name(payload, "Describe")
+    return r.checked(Describe(kind, name), b"D")
 
 
-def _parse_close(payload: bytes) -> Close:
-    return Close(*_kind_and_name(payload, "Close"))
+def _parse_close(payload: bytes) -> Close | InvalidEncoding:
+    r, kind, name = _kind_and_name(payload, "Close")
+    return r.checked(Close(kind, name), b"C")
 
 
-def _parse_execute(payload: bytes) -> Execute:
-    r = _Reader(payload, "Execute")
+def _parse_execute(payload: bytes) -> Execute | InvalidEncoding:
+    r = _Reader(payload, "Execute", lenient=True)
     portal = r.cstring()
     max_rows = r.int32()
-    r.end()
-    return Execute(portal, max_rows)
+    return r.checked(Execute(portal, max_rows), b"E")
 
 
 def _parse_password(payload: bytes) -> PasswordMessage:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import ClassVar
 
 PROTOCOL_3_0 = 3 << 16
 SSL_REQUEST_CODE = 80877103
@@ -151,9 +152,30 @@ class OtherMessage:
     payload: bytes
 
 
+@dataclass(frozen=True, slots=True)
+class InvalidEncoding:
+    """A well-framed Query, Parse, Bind, Describe, Execute or Close whose text (its SQL or
+    a statement or portal name) is not valid UTF-8, in place of that message. PostgreSQL
+    answers such a message with an ERROR and the session goes on; so does dpproxy."""
+
+    sqlstate: ClassVar[str] = "22021"  # character_not_in_repertoire
+
+    type: bytes
+    """The type byte of the message that could not be read (b"Q", b"P", ...)."""
+    message: str
+    """PostgreSQL's words: 'invalid byte sequence for encoding "UTF8": 0xff'."""
+
+
 StartupPacket = SSLRequest | GSSENCRequest | CancelRequest | StartupMessage
 AuthMessage = PasswordMessage | SASLInitialResponse | SASLResponse
 ExtendedMessage = Parse | Bind | Describe | Execute | Close | Flush
 FrontendMessage = (
-    StartupPacket | AuthMessage | Query | Terminate | ExtendedMessage | Sync | OtherMessage
+    StartupPacket
+    | AuthMessage
+    | Query
+    | Terminate
+    | ExtendedMessage
+    | Sync
+    | OtherMessage
+    | InvalidEncoding
 )

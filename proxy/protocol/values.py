@@ -134,16 +134,32 @@ def _invalid(oid: int, text: str) -> ValueFormatError:
     )
 
 
+def invalid_utf8_message(data: bytes, start: int) -> str:
+    """PostgreSQL's message for ``data``, which is not UTF-8 from byte ``start`` on: the
+    bytes of the character that starts there (as many as its first byte announces)."""
+    first = data[start]
+    if first & 0xE0 == 0xC0:
+        length = 2
+    elif first & 0xF0 == 0xE0:
+        length = 3
+    elif first & 0xF8 == 0xF0:
+        length = 4
+    else:
+        length = 1
+    shown = " ".join(f"0x{byte:02x}" for byte in data[start : start + length])
+    return f'invalid byte sequence for encoding "UTF8": {shown}'
+
+
 def _utf8(data: bytes) -> str:
     try:
         text = data.decode("utf-8")
-    except UnicodeDecodeError:
+    except UnicodeDecodeError as error:
         raise ValueFormatError(
-            CHARACTER_NOT_IN_REPERTOIRE, "invalid byte sequence for encoding UTF8"
+            CHARACTER_NOT_IN_REPERTOIRE, invalid_utf8_message(data, error.start)
         ) from None
     if "\x00" in text:
         raise ValueFormatError(
-            CHARACTER_NOT_IN_REPERTOIRE, "invalid byte sequence for encoding UTF8: 0x00"
+            CHARACTER_NOT_IN_REPERTOIRE, invalid_utf8_message(data, data.index(0))
         )
     return text
 

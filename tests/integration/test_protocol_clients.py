@@ -91,6 +91,30 @@ def test_psycopg_numeric_parameters_of_any_size(server: RunningServer) -> None:
                 conn.execute("SELECT COUNT(*) FROM visits WHERE cost > %b", [huge])
 
 
+def test_psycopg_placeholders_without_spaces(server: RunningServer) -> None:
+    # psycopg writes "%s,%s" as "$1,$2" (server-side binding, the default), which sqlglot
+    # alone cannot tokenize: refused with 42601, or, for text (OID 0), "requires 0".
+    with psycopg.connect(server.dsn("alice"), autocommit=True) as conn:
+        for sql, params, bound in [
+            ("SELECT COUNT(*) FROM visits WHERE department IN (%s,%s)",
+             [DEPARTMENT, "Oncology"], f"department IN ('{DEPARTMENT}', 'Oncology')"),
+            ("SELECT COUNT(*) FROM visits WHERE length_of_stay IN (%s,%s)", [2, 3],
+             "length_of_stay IN (2, 3)"),
+            ("SELECT COUNT(*) FROM visits WHERE department=%s", [DEPARTMENT],
+             f"department = '{DEPARTMENT}'"),
+            ("SELECT COUNT(*) FROM visits WHERE length_of_stay>=(%s)", ["2"],
+             "length_of_stay >= ('2')"),
+            ("SELECT COUNT(*) FROM visits WHERE length_of_stay>=%s::int", ["2"],
+             "length_of_stay >= CAST(2 AS INT)"),
+            ("SELECT COUNT(*) FROM visits WHERE department<>'$1,$2' AND department<>%s",
+             [DEPARTMENT], f"department <> '$1,$2' AND department <> '{DEPARTMENT}'"),
+        ]:  # fmt: skip
+            row = conn.execute(sql, params).fetchone()
+            assert row is not None
+            plausible(row[0])
+            assert audited_sql(server)[-1].endswith(bound)
+
+
 def test_psycopg_pipeline(server: RunningServer) -> None:
     with psycopg.connect(server.dsn("alice"), autocommit=True) as conn:
         with conn.pipeline():

@@ -25,6 +25,7 @@ from proxy.protocol.messages import (
     Flush,
     FrontendMessage,
     GSSENCRequest,
+    InvalidEncoding,
     OtherMessage,
     Parse,
     PasswordMessage,
@@ -208,7 +209,9 @@ def test_password_message_without_auth_is_a_violation() -> None:
     [
         (typed(b"Q", b"select 1"), "NUL terminator"),
         (typed(b"Q", b"select 1\x00extra"), "trailing bytes"),
-        (typed(b"Q", b"\xff\xfe\x00"), "UTF-8"),
+        # Text that is not UTF-8 in a message that is malformed anyway: still a violation.
+        (typed(b"P", b"\xff\x00q\x00\x00"), "truncated"),
+        (typed(b"p", b"\xff\x00"), "no authentication in progress"),
         (b"Q" + struct.pack("!i", 3), "invalid message length"),
         (b"Q" + struct.pack("!i", -5), "invalid message length"),
         (b"Q" + struct.pack("!i", 2**31 - 1), "exceeds the maximum"),
@@ -243,11 +246,42 @@ def test_regular_phase_errors(data: bytes, match: str) -> None:
         (untyped(struct.pack("!i", PROTOCOL_3_0) + b"\x00\x00"), "empty parameter name"),
         (untyped(struct.pack("!ii", CANCEL_REQUEST_CODE, 1)), "exactly 16 bytes"),
         (untyped(struct.pack("!ii", SSL_REQUEST_CODE, 1)), "trailing bytes"),
+        (untyped(struct.pack("!i", PROTOCOL_3_0) + b"user\x00\xff\x00\x00"), "UTF-8"),
     ],
 )
 def test_startup_phase_errors(data: bytes, match: str) -> None:
     with pytest.raises(ProtocolViolation, match=match):
         FrontendDecoder().feed(data)
+
+
+def bad_utf8(shown: str) -> str:
+    return f'invalid byte sequence for encoding "UTF8": {shown}'
+
+
+@pytest.mark.parametrize(
+    ("data", "type_byte", "shown"),
+    [
+        (typed(b"Q", b"SELECT \xff\xfe\x00"), b"Q", "0xff"),
+        (typed(b"Q", b"SELECT '\xc3\x28'\x00"), b"Q", "0xc3 0x28"),
+        (typed(b"Q", b"SELECT '\xed\xa0\x80'\x00"), b"Q", "0xed 0xa0 0x80"),  # a surrogate
+        (typed(b"P", b"\xff\x00SELECT 1\x00\x00\x00"), b"P", "0xff"),
+        (typed(b"P", b"s\x00SELECT '\xe2\x82'\x00\x00\x00"), b"P", "0xe2 0x82 0x27"),
+        (typed(b"P", b"s\x00SELECT '\xe2\x82\x00\x00\x00"), b"P", "0xe2 0x82"),
+        (typed(b"B", b"p\xff\x00\x00" + struct.pack("!hhh", 0, 0, 0)), b"B", "0xff"),
+        (typed(b"B", b"\x00s\xf0\x00" + struct.pack("!hhh", 0, 0, 0)), b"B", "0xf0"),
+        (typed(b"D", b"S\xff\x00"), b"D", "0xff"),
+        (typed(b"C", b"P\xfe\x00"), b"C", "0xfe"),
+        (typed(b"E", b"\x80\x00" + struct.pack("!i", 0)), b"E", "0x80"),
+    ],
+)
+def test_text_that_is_not_utf8_is_an_error_that_keeps_the_stream(
+    data: bytes, type_byte: bytes, shown: str
+) -> None:
+    # PostgreSQL answers ERROR 22021 and reads on; the old decoder broke the stream.
+    decoder = FrontendDecoder(startup=False)
+    expected = InvalidEncoding(type_byte, bad_utf8(shown))
+    assert decoder.feed(data + encode(Query("SELECT 1"))) == [expected, Query("SELECT 1")]
+    assert expected.sqlstate == "22021"
 
 
 def test_configurable_maximum() -> None:

@@ -216,3 +216,106 @@ def test_binary_results_of_other_types_are_refused() -> None:
     assert values.decode_parameter(values.TIMESTAMPTZ, struct.pack("!q", 0), 1) == dt.datetime(
         2000, 1, 1, tzinfo=dt.UTC
     )
+
+
+# --- where the placeholders are: PostgreSQL's lexical rules, not sqlglot's ---
+
+
+@pytest.mark.parametrize(
+    ("sql", "params", "expected"),
+    [
+        # psycopg writes "%s,%s" as "$1,$2": sqlglot alone cannot tokenize that.
+        ("SELECT COUNT(*) FROM visits WHERE cost IN ($1,$2)", [b"1", b"2"],
+         "SELECT COUNT(*) FROM visits WHERE cost IN ('1', '2')"),
+        ("SELECT COUNT(*) FROM visits WHERE cost IN ($1)", [b"1"],
+         "SELECT COUNT(*) FROM visits WHERE cost IN ('1')"),
+        ("SELECT $1::int,$2::int", [b"1", b"2"], "SELECT CAST(1 AS INT), CAST(2 AS INT)"),
+        ("SELECT x FROM t WHERE x=$1", [b"a"], "SELECT x FROM t WHERE x = 'a'"),
+        ("SELECT $1+$2, $1||$2", [b"a", b"b"], "SELECT 'a' + 'b', 'a' || 'b'"),
+        ("SELECT '$1', $1", [b"a"], "SELECT '$1', 'a'"),
+        ("SELECT 'it''s $1,$2', $1", [b"a"], "SELECT 'it''s $1,$2', 'a'"),
+        ("SELECT E'\\' $1 ', $1", [b"a"], "SELECT e''' $1 ', 'a'"),
+        ("SELECT '\\', $1", [b"a"], "SELECT '\\', 'a'"),  # a backslash is a character
+        ("SELECT $1,''", [b"a"], "SELECT 'a', ''"),  # sqlglot failed on '' at the very end
+        ("SELECT $1 -- the end", [b"a"], "SELECT 'a'"),
+        ("SELECT $q$ $1 $q$, $$ $2 $$, $1", [b"a"], "SELECT ' $1 ', ' $2 ', 'a'"),
+        ('SELECT "$1" FROM t WHERE y = $1', [b"a"], "SELECT \"$1\" FROM t WHERE y = 'a'"),
+        ("SELECT a$1 FROM t WHERE y = $1", [b"a"], "SELECT a$1 FROM t WHERE y = 'a'"),
+        ("SELECT 1 -- $2\n, $1", [b"a"], "SELECT 1 /* $2 */, 'a'"),
+        ("SELECT /* $2 /* $3 */ $4 */ $1", [b"a"], "/* $2 / * $3 * / $4 */ SELECT 'a'"),
+    ],
+)  # fmt: skip
+def test_placeholders_are_found_as_postgresql_finds_them(
+    sql: str, params: list[bytes], expected: str
+) -> None:
+    parsed = parameters.prepare(sql, [])
+    assert len(parsed.parameter_types) == len(params)
+    assert parameters.bind(parsed, [], params) == expected
+
+
+def test_placeholders_inside_quotes_or_comments_are_not_parameters() -> None:
+    for sql in ["SELECT '$1'", "SELECT $$ $1 $$", 'SELECT "$1" FROM t', "SELECT 1 /* $1 */",
+                "SELECT x$1 FROM t", "SELECT 1 -- $1"]:  # fmt: skip
+        parsed = parameters.prepare(sql, [])
+        assert parsed.parameter_types == ()
+        assert parameters.bind(parsed, [], []) == sql
+    # An unused parameter gives no tree: its value is still checked, as PostgreSQL does.
+    parsed = parameters.prepare("SELECT '$1'", [values.TEXT])
+    assert parameters.bind(parsed, [], [b"x"]) == "SELECT '$1'"
+    with pytest.raises(QueryError) as caught:
+        parameters.bind(parsed, [], [b"\xff"])
+    assert caught.value.sqlstate == "22021"
+    assert caught.value.message == 'parameter $1: invalid byte sequence for encoding "UTF8": 0xff'
+
+
+@pytest.mark.parametrize(
+    ("sql", "declared", "sqlstate", "message"),
+    [
+        ("SELECT 1; SELECT 2", [], "42601", "cannot insert multiple commands"),
+        ("SELECT 1; SELECT $1", [], "42601", "cannot insert multiple commands"),
+        ("SELECT 1", [2**32 - 1], "42704", "type with OID 4294967295 does not exist"),
+        ("SELECT $1", [2**31], "42704", "type with OID 2147483648 does not exist"),
+        ("SELECT $1abc", [], "42601", 'trailing junk after parameter at or near "$1abc"'),
+        ("SELECT $1_0", [], "42601", "trailing junk after parameter"),
+        ("SELECT 1e'$1'", [], "42601", "trailing junk after numeric literal"),
+        ("SELECT $0", [], "42P02", "there is no parameter $0"),
+        ("SELECT '$1", [], "42601", "unterminated quoted string"),
+        ("SELECT 'a'', $1", [], "42601", "unterminated quoted string"),
+        ("SELECT $x$ $1", [], "42601", "unterminated dollar-quoted string"),
+        ("SELECT /* /* */ $1", [], "42601", "unterminated /* comment"),
+        ('SELECT "$1', [], "42601", "unterminated quoted identifier"),
+        # sqlglot reads "@1" (PostgreSQL's absolute value of 1) as a placeholder, and a
+        # placeholder after a value as its alias: refused, never bound.
+        ("SELECT @1 + $1", [], "42601", "cannot read this statement"),
+        ("SELECT 1 $1", [], "42601", "cannot read this statement"),
+        ("SELECT $1$2", [], "42601", "cannot read this statement"),
+        ("SELECT $99999999999999999999999", [], "08P01", "too many parameters"),
+    ],
+)
+def test_statements_postgresql_refuses_at_parse(
+    sql: str, declared: list[int], sqlstate: str, message: str
+) -> None:
+    with pytest.raises(QueryError) as caught:
+        parameters.prepare(sql, declared)
+    assert caught.value.sqlstate == sqlstate
+    assert message in caught.value.message
+
+
+def test_one_statement_with_empty_ones_around_it_is_one() -> None:
+    for sql in ["SELECT 1;", "SELECT 1;;", ";", "SELECT 1; -- done", "SELECT ';'", "SELECT $1;"]:
+        parameters.prepare(sql, [])
+
+
+quoted_text = st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\x00"))
+
+
+@given(quoted_text, quoted_text.filter(lambda t: "\n" not in t and "\r" not in t))
+def test_only_the_real_placeholder_is_bound(inside: str, comment: str) -> None:
+    literal = "'" + inside.replace("'", "''") + "'"
+    sql = f"SELECT {literal},$1 -- {comment}\n"
+    parsed = parameters.prepare(sql, [])
+    assert parsed.parameter_types == (values.TEXT,)
+    tree = sqlglot.parse_one(parameters.bind(parsed, [], [b"value"]), dialect="postgres")
+    first, second = tree.expressions
+    assert isinstance(first, sqlglot.exp.Literal) and first.this == inside
+    assert isinstance(second, sqlglot.exp.Literal) and second.this == "value"

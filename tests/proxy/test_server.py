@@ -533,6 +533,105 @@ def test_pipelined_queries_and_empty_query(raw: Raw) -> None:
     assert raw.until_ready() == [(b"Z", b"T")]  # a lone Sync
 
 
+def parse_typed(name: bytes, sql: bytes, types: tuple[int, ...]) -> bytes:
+    body = name + b"\x00" + sql + b"\x00" + struct.pack("!h", len(types))
+    return typed(b"P", body + b"".join(struct.pack("!i", t) for t in types))
+
+
+SYNC = typed(b"S", b"")
+
+
+@pytest.mark.parametrize(
+    ("sql", "params", "bound"),
+    [
+        (b"SELECT COUNT(*) FROM visits WHERE cost IN ($1,$2)", (b"1", b"2"),
+         "SELECT COUNT(*) FROM visits WHERE cost IN ('1', '2')"),
+        (b"SELECT COUNT(*) FROM visits WHERE cost IN ($1)", (b"1",),
+         "SELECT COUNT(*) FROM visits WHERE cost IN ('1')"),
+        (b"SELECT $1::int,$2::int", (b"1", b"2"), "SELECT CAST(1 AS INT), CAST(2 AS INT)"),
+        (b"SELECT x FROM t WHERE x=$1", (b"a",), "SELECT x FROM t WHERE x = 'a'"),
+        (b"SELECT '$1,$2',$1", (b"a",), "SELECT '$1,$2', 'a'"),
+    ],
+)  # fmt: skip
+def test_raw_placeholders_without_spaces(
+    srv: Running, raw: Raw, sql: bytes, params: tuple[bytes, ...], bound: str
+) -> None:
+    raw.login()
+    raw.send(parse(b"", sql) + bind(b"", b"", params) + execute(b"", 0) + SYNC)
+    msgs = raw.until_ready()
+    assert [k for k, _ in msgs] == [b"1", b"2", b"N", b"E", b"Z"]  # the fake's notice
+    assert error_fields(msgs[3][1])["M"] == f"dpproxy cannot answer: {bound}"  # ran, bound
+    assert srv.app.queries == [bound]
+
+
+def test_psycopg_placeholders_without_spaces(srv: Running) -> None:
+    # psycopg writes "%s,%s" as "$1,$2" and binds on the server (the default).
+    sql = "SELECT COUNT(*) FROM visits WHERE cost IN (%s,%s)"
+    with psycopg.connect(srv.dsn(), autocommit=True) as conn:
+        with pytest.raises(psycopg.errors.SyntaxError, match="dpproxy cannot answer"):
+            conn.execute(sql, (1, 2))  # binary int2, declared
+        with pytest.raises(psycopg.errors.SyntaxError, match="dpproxy cannot answer"):
+            conn.execute(sql, ("1", "2"))  # text, undeclared (OID 0)
+        with pytest.raises(psycopg.errors.SyntaxError, match="dpproxy cannot answer"):
+            conn.execute("SELECT COUNT(*) FROM visits WHERE note = '$1,$2' OR cost=%s", [3])
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+    assert srv.app.described == [
+        "SELECT COUNT(*) FROM visits WHERE cost IN (1, 2)",
+        "SELECT COUNT(*) FROM visits WHERE cost IN ('1', '2')",
+        "SELECT COUNT(*) FROM visits WHERE note = '$1,$2' OR cost = 3",
+    ]
+
+
+def test_raw_parse_errors_as_postgresql(srv: Running, raw: Raw) -> None:
+    raw.login()
+    for message, code, words in [
+        (parse(b"", b"SELECT 1; SELECT 2"), "42601",
+         "cannot insert multiple commands into a prepared statement"),
+        (parse_typed(b"", b"SELECT $1", (-1,)), "42704", "type with OID 4294967295 does not exist"),
+        (parse_typed(b"", b"SELECT 1", (-5,)), "42704", "type with OID 4294967291 does not exist"),
+    ]:  # fmt: skip
+        raw.send(message + bind(b"", b"") + execute(b"", 0) + SYNC)
+        msgs = raw.until_ready()
+        assert [k for k, _ in msgs] == [b"E", b"Z"]
+        fields = error_fields(msgs[0][1])
+        assert (fields["S"], fields["C"], fields["M"]) == ("ERROR", code, words)
+    raw.send(parse(b"", b"SELECT 1;") + bind(b"", b"") + execute(b"", 0) + SYNC)
+    assert [k for k, _ in raw.until_ready()] == [b"1", b"2", b"N", b"D", b"C", b"Z"]
+    assert srv.app.queries == ["SELECT 1;"]
+
+
+def test_invalid_utf8_is_an_error_not_the_end_of_the_session(srv: Running, raw: Raw) -> None:
+    raw.login()
+    bad = 'invalid byte sequence for encoding "UTF8": '
+    # A simple Query: ERROR and ReadyForQuery, as PostgreSQL does.
+    raw.send(typed(b"Q", b"SELECT '\xc3\x28'\x00"))
+    msgs = raw.until_ready()
+    assert [k for k, _ in msgs] == [b"E", b"Z"]
+    fields = error_fields(msgs[0][1])
+    assert (fields["S"], fields["C"], fields["M"]) == ("ERROR", "22021", bad + "0xc3 0x28")
+    # Parse (SQL or name), Bind (name or text value), Describe, Execute, Close: ERROR, then
+    # the messages up to Sync are skipped.
+    cases = [
+        parse(b"", b"SELECT '\xff'"),
+        parse(b"\xff", b"SELECT 1"),
+        parse(b"", b"SELECT $1") + bind(b"", b"", (b"\xff",)),
+        parse(b"", b"SELECT 1") + bind(b"\xff", b""),
+        typed(b"D", b"S\xff\x00"),
+        typed(b"C", b"S\xff\x00"),
+        execute(b"\xff", 0),
+    ]
+    for messages in cases:
+        raw.send(messages + execute(b"", 0) + query("SELECT 1") + SYNC)
+        msgs = raw.until_ready()
+        assert [k for k, _ in msgs if k not in b"12"] == [b"E", b"Z"]
+        fields = error_fields(msgs[-2][1])
+        assert (fields["S"], fields["C"]) == ("ERROR", "22021")
+        assert fields["M"].endswith(bad + "0xff")  # Bind's says "parameter $1: " first
+    raw.send(query("SELECT 1"))
+    assert [k for k, _ in raw.until_ready()] == [b"N", b"T", b"D", b"C", b"Z"]
+    assert srv.app.queries == ["SELECT 1"]
+
+
 def test_garbage_closes_only_that_connection(srv: Running, raw: Raw) -> None:
     with psycopg.connect(srv.dsn(), autocommit=True) as conn:
         raw.send(b"\x00\x00\x00\x05garbage garbage garbage")
