@@ -24,7 +24,7 @@ from rewriter.partition_selection import PartitionSelection
 from rewriter.passes.aggregates import Aggregate
 from rewriter.passes.constants import Constant
 from rewriter.passes.group_keys import DomainValue, GroupKey, domain_cells
-from rewriter.passes.measurements import MeasurementSpec, OutputSpec
+from rewriter.passes.measurements import MeasureKind, MeasurementSpec, OutputSpec
 from rewriter.quantile_selection import QuantileSelection
 
 
@@ -157,10 +157,16 @@ class Plan:
                 units[cell] = (max(count, _as_int(row[measured])), keys)
             earlier = exact.get(cell)
             if earlier is not None:
-                # Keys that differ in the database but not in the domain (-0.0 and 0.0):
-                # one released group. Adding the totals keeps each unit's contribution
-                # within its bound (a unit's groups are counted by max_groups_per_unit).
-                totals = [_add(a, b) for a, b in zip(earlier, totals, strict=True)]
+                # Keys that differ in the database but not here (-0.0 and 0.0; decimals
+                # beyond a double's precision): one released group. Adding counts and
+                # sums keeps each unit's contribution within its bound (L1, and L2 below
+                # it); a count of units keeps the larger one, as partition selection does:
+                # added, one unit in g merged groups would move the cell by g, beyond the
+                # L2 bound of sqrt(groups) that Gaussian noise is calibrated to.
+                totals = [
+                    _merge(a, b, m)
+                    for a, b, m in zip(earlier, totals, self.measurements, strict=True)
+                ]
             exact[cell] = totals
         released = []
         zeros = [_as_total(None, m) for m in self.measurements]
@@ -329,6 +335,12 @@ def _as_total(raw: object, measurement: Measurement) -> Total:
     if any(c < 0 for c in counts):
         raise ReleaseError("a count per bin is negative")
     return counts
+
+
+def _merge(a: Total, b: Total, measurement: Measurement) -> Total:
+    if measurement.spec.kind is MeasureKind.UNITS and isinstance(a, int) and isinstance(b, int):
+        return max(a, b)
+    return _add(a, b)
 
 
 def _add(a: Total, b: Total) -> Total:
