@@ -17,6 +17,7 @@ from proxy.backends import Backend, column_digits, column_types
 from proxy.backends.duckdb import DuckDBBackend
 from proxy.backends.postgres import PostgresBackend
 from proxy.catalog import CatalogResponder
+from proxy.domain_columns import check_domain_columns
 from proxy.ledger import AsyncLedger
 from proxy.pipeline import Pipeline
 from proxy.postprocess import PostProcessor
@@ -88,6 +89,7 @@ async def run(settings: Settings, on_ready: Callable[[int], None]) -> None:
             finite_decimals=backend.finite_decimals,
         )
         check_unit_columns(declared, settings.tables)
+        check_domain_columns(declared, settings.tables)
         schema = settings.backend.schema_or_default
         for note in await check_unit_keys(backend, schema, declared, settings.tables):
             logger.info("%s", note)

@@ -23,7 +23,7 @@ from rewriter.policy import TablePolicy
 #: Collations that compare text byte by byte (None: the column uses the default one).
 EXACT_COLLATIONS = frozenset({"c", "posix", "binary"})
 #: PostgreSQL's blank-padded char(n), as information_schema names it (DuckDB has none).
-_BLANK_PADDED = re.compile(r"(character|char|bpchar)(\s*\(\d+\))?", re.IGNORECASE)
+BLANK_PADDED = re.compile(r"(character|char|bpchar)(\s*\(\d+\))?", re.IGNORECASE)
 
 
 def check_unit_columns(declared: Schema, policies: Mapping[str, TablePolicy]) -> None:
@@ -51,7 +51,7 @@ def check_unit_columns(declared: Schema, policies: Mapping[str, TablePolicy]) ->
                     'declare it with the default collation or COLLATE "C"'
                 )
             texts.append((f"{table}.{col}", found))
-    padded = [t for t in texts if _BLANK_PADDED.fullmatch(t[1].name.strip())]
+    padded = [t for t in texts if BLANK_PADDED.fullmatch(t[1].name.strip())]
     if padded and len({(d.name.lower(), d.length) for _, d in texts}) > 1:
         raise PolicyError(
             f'privacy unit column "{padded[0][0]}" is a blank-padded char(n) but other unit '

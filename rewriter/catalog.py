@@ -189,9 +189,9 @@ def build_catalog(
         if unit is not None and not policy.public:
             _exact_identifier(f"[tables.{table_name}] privacy_unit", unit, columns[unit.lower()])
         for col, col_policy in policy.columns.items():
-            _check_bounds_fit(
-                f"[tables.{table_name}.columns.{col}]", col_policy, columns[col.lower()]
-            )
+            where = f"[tables.{table_name}.columns.{col}]"
+            _check_bounds_fit(where, col_policy, columns[col.lower()])
+            _check_domain_fits(where, col_policy, columns[col.lower()])
         col_policies = {c.lower(): p for c, p in policy.columns.items()}
         declared = {c.lower(): d for c, d in (digits or {}).get(db_name, {}).items()}
         infos = {
@@ -206,6 +206,46 @@ def build_catalog(
         }
         tables[key] = TableInfo(schema=schema, name=db_name, columns=infos, policy=policy)
     return Catalog({key: _with_path(key, tables, ()) for key in tables})
+
+
+def _check_domain_fits(where: str, policy: ColumnPolicy, kind: ColumnType) -> None:
+    """Each domain value must be of the column's kind, spelled as the database returns it:
+    the database keeps a row when ``column IN (<domain>)`` holds by its own rules, and the
+    release finds the row's value in the domain by equality; where the two disagree (the
+    integer 1 and the text '1', a timestamp and a date's text), a group would be lost."""
+    if policy.domain is None:
+        return
+    for value in policy.domain:
+        problem = _domain_problem(value, kind)
+        if problem is not None:
+            raise PolicyError(
+                f"{where}: domain value {value!r} {problem} (the column is of type "
+                f"{kind.value}); list values of the column's type"
+            )
+
+
+def _domain_problem(value: object, kind: ColumnType) -> str | None:
+    if kind is ColumnType.BOOLEAN:
+        return None if isinstance(value, bool) else "is not true or false"
+    if isinstance(value, bool):
+        return "is a boolean"
+    if kind is ColumnType.INTEGER:
+        whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+        return None if whole else "is not a whole number"
+    if kind in (ColumnType.FLOAT, ColumnType.DECIMAL):
+        finite = isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
+        return None if finite else "is not a finite number"
+    if not isinstance(value, str):
+        return "is not a text"
+    if kind in (ColumnType.DATE, ColumnType.TIMESTAMP):
+        parse = dt.date.fromisoformat if kind is ColumnType.DATE else dt.datetime.fromisoformat
+        try:
+            same = parse(value).isoformat() == value
+        except ValueError:
+            same = False
+        form = "YYYY-MM-DD" if kind is ColumnType.DATE else "YYYY-MM-DDTHH:MM:SS"
+        return None if same else f"is not written {form}"
+    return None
 
 
 def _check_bounds_fit(where: str, policy: ColumnPolicy, kind: ColumnType) -> None:

@@ -314,8 +314,11 @@ def _bin_counts(m: MeasurementSpec) -> list[exp.Expr]:
 
 
 def _in_domain(key: exp.Expr, domain: tuple[DomainValue, ...]) -> exp.Expr:
+    # In parentheses: a boolean key (department = 'A') would read as department = ('A' IN
+    # (TRUE, FALSE)), which fails on DuckDB for the rows it meets (an error that reveals them).
+    key = key.copy() if isinstance(key, (exp.Column, exp.Paren)) else exp.Paren(this=key.copy())
     values = [v for v in domain if v is not None]
-    listed = exp.In(this=key.copy(), expressions=[_literal(v) for v in values])
+    listed = exp.In(this=key, expressions=[_literal(v) for v in values])
     if None in domain:
         return exp.Paren(this=exp.or_(listed, exp.Is(this=key.copy(), expression=exp.Null())))
     return listed
