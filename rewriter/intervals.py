@@ -22,12 +22,13 @@ import datetime as dt
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 
 from sqlglot import exp
 
 from rewriter.catalog import ColumnInfo, ColumnType
 from rewriter.errors import Rejected
-from rewriter.underflow import check_underflow
+from rewriter.underflow import check_underflow, rounding_digits
 
 
 @dataclass(frozen=True)
@@ -172,16 +173,19 @@ def _node_interval(node: exp.Expr, bounds: _Columns) -> Interval:
         return result
     if isinstance(node, (exp.Floor, exp.Ceil, exp.Round)):
         inner = _interval(node.this, bounds)
-        digits = node.args.get("decimals")
+        _rounding_arguments(node)
+        digits = rounding_digits(node)
         if digits is None:
-            return Interval(math.floor(inner.lower), math.ceil(inner.upper), True)
-        if not (isinstance(digits, exp.Literal) and digits.is_int):
             raise Rejected("round(x, d) inside an aggregate needs a constant d")
-        scale = 10.0 ** int(digits.this)
+        if digits < 0:
+            return _whole_multiples(inner, 10**-digits)
+        if digits == 0:
+            return Interval(math.floor(inner.lower), math.ceil(inner.upper), True)
+        scale = 10.0**digits
         return Interval(
             math.floor(inner.lower * scale) / scale,
             math.ceil(inner.upper * scale) / scale,
-            int(digits.this) <= 0,
+            False,
         )
     if isinstance(node, exp.Cast) and node.to.is_type(*exp.DataType.NUMERIC_TYPES):
         inner = _interval(node.this, bounds)
@@ -249,6 +253,38 @@ def _extract(node: exp.Extract, info: ColumnInfos | None) -> Interval:
         return Interval(lower.year, upper.year, True)
     # The ISO year never decreases as the date grows: its range is its bounds'.
     return Interval(_iso_year(lower), _iso_year(upper), True)
+
+
+def _rounding_arguments(node: exp.Floor | exp.Ceil | exp.Round) -> None:
+    """floor(x) and ceil(x) take no d, and round no third argument, on either engine: the
+    query would fail on every run after the charge (and the rewritten SQL would drop a
+    third argument of round, answering another question)."""
+    extra = {key for key, value in node.args.items() if value is not None} - {"this"}
+    if isinstance(node, exp.Round):
+        extra -= {"decimals"}
+    if extra:
+        form = "round(x) or round(x, d)" if isinstance(node, exp.Round) else f"{node.key}(x)"
+        raise Rejected(
+            f"{node.key} with more arguments than {form} is not supported inside an aggregate",
+            hint="write round(x, d) to round to d decimal places (d from -15 to 15), "
+            "or floor(x) / ceil(x)",
+        )
+
+
+def _whole_multiples(inner: Interval, unit: int) -> Interval:
+    """round(x, d) with d < 0 (``unit`` = 10^-d): a multiple of ``unit``, between the
+    multiples at or below x's lower bound and at or above its upper bound, computed exactly
+    (a float product or quotient by 10^-d could round across a multiple). Whichever way an
+    engine rounds a double (DuckDB: x / 10^-d in double precision, rounded, times 10^-d;
+    PostgreSQL: x as a numeric of 15 significant digits, in which every such multiple
+    within ±2^52 is exact), its value moves monotonically with x and stays within these two
+    multiples. (A ``real`` keeps 6 digits as a numeric, and a multiple beyond 2^24 may not
+    be one: such a value can pass a bound by a few units in its sixth digit, but it is a
+    whole number all the same, and the value is clamped to the interval before it is
+    summed, rewriter.passes.bound_per_unit.)"""
+    lower = math.floor(Fraction(inner.lower) / unit) * unit
+    upper = math.ceil(Fraction(inner.upper) / unit) * unit
+    return Interval(float(lower), float(upper), True)
 
 
 def _iso_year(day: dt.date) -> int:

@@ -14,12 +14,20 @@ from sqlglot import exp
 from rewriter.catalog import ColumnInfo, TableInfo
 from rewriter.errors import Rejected
 
+#: Set (``exp.Table.meta``) on the tables an inlined row-level subquery leaves in its
+#: place (rewriter.passes.subqueries): a Source built from one is ``hidden``.
+INLINED = "dpproxy_inlined"
+
 
 @dataclass(frozen=True)
 class Source:
     table: TableInfo
     reference: str  # the name or alias the query uses
     alias: str  # t0, t1, ... in the rewritten SQL
+    #: A table of an inlined row-level subquery: an unqualified name does not see its
+    #: columns. The names the subquery provides were replaced by their expressions when it
+    #: was inlined; its tables' other columns are not the subquery's, as in PostgreSQL.
+    hidden: bool = False
 
 
 @dataclass(frozen=True)
@@ -61,7 +69,8 @@ class Scope:
                 if qualifier.lower() in (source.reference.lower(), source.alias):
                     return source, source.table.column(column.name)
             raise Rejected(f'missing FROM-clause entry for table "{qualifier}"', sqlstate="42P01")
-        found = [s for s in self.sources if s.table.columns.get(column.name.lower())]
+        name = column.name.lower()
+        found = [s for s in self.sources if not s.hidden and s.table.columns.get(name)]
         if len(found) > 1:
             raise Rejected(
                 f'column reference "{column.name}" is ambiguous',
@@ -69,8 +78,15 @@ class Scope:
                 hint="qualify it with its table's name or alias",
             )
         if not found:
-            if len(self.sources) == 1:
+            if len(self.sources) == 1 and not self.sources[0].hidden:
                 self.sources[0].table.column(column.name)  # raises with the column list
+            if any(s.table.columns.get(name) for s in self.sources):
+                raise Rejected(
+                    f'column "{column.name}" does not exist',
+                    sqlstate="42703",
+                    hint="a subquery in FROM or a WITH query provides only the columns it "
+                    "selects: add this one to its select list",
+                )
             raise Rejected(f'column "{column.name}" does not exist', sqlstate="42703")
         return found[0], found[0].table.column(column.name)
 

@@ -123,10 +123,12 @@ def _quantum(node: exp.Expr, bounds: Bounds, magnitude: Magnitude) -> float:
         return _ulp_floor(dividend / max(magnitude(divisor), 1.0))
     if isinstance(node, (exp.Floor, exp.Ceil, exp.Round)):
         inner = q(node.this)
-        digits = node.args.get("decimals")
-        if digits is None or (isinstance(digits, exp.Literal) and int(digits.this) <= 0):
-            return 1.0
-        return min(inner, _ulp_floor(10.0 ** -int(digits.this) / 2))
+        digits = rounding_digits(node)
+        if digits is None:
+            raise Rejected(f"{node.sql(dialect='postgres')} inside an aggregate needs a constant d")
+        if digits <= 0:
+            return 1.0  # whole numbers (multiples of 10^-d)
+        return min(inner, _ulp_floor(10.0**-digits / 2))
     if isinstance(node, exp.Case):
         branches = [branch.args["true"] for branch in node.args.get("ifs", [])]
         if node.args.get("default") is not None:
@@ -143,6 +145,20 @@ def _quantum(node: exp.Expr, bounds: Bounds, magnitude: Magnitude) -> float:
             return 1.0
         return q(node.this)
     raise Rejected(f"cannot bound {node.sql(dialect='postgres')} inside an aggregate")
+
+
+def rounding_digits(node: exp.Floor | exp.Ceil | exp.Round) -> int | None:
+    """The d of round(x, d) (also floor and ceil): 0 without it, the whole number that a
+    literal or a negated literal spells (``round(x, -1)`` parses as a negation), None for
+    anything else."""
+    digits = node.args.get("decimals")
+    if digits is None:
+        return 0
+    negative = isinstance(digits, exp.Neg)
+    literal = digits.this if negative else digits
+    if not (isinstance(literal, exp.Literal) and literal.is_int):
+        return None
+    return -int(literal.this) if negative else int(literal.this)
 
 
 def _literal_quantum(text: str) -> float:

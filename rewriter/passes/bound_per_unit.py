@@ -453,7 +453,10 @@ def _widen_integer_literals(node: exp.Expr) -> None:
     small literal as a 32-bit INTEGER, so ``2 * CASE WHEN … THEN 2000000000 ELSE 0 END``
     would overflow on the rows where the condition holds (an error that reveals them),
     though its interval (rewriter.intervals, within ±2^52) fits a BIGINT. Cleaned
-    integer columns are BIGINT already (``clean``)."""
+    integer columns are BIGINT already (``clean``). The d of ``round(x, -1)`` (a negated
+    literal) stays an INTEGER: neither engine has round(x, bigint)."""
+    if isinstance(node, exp.Neg) and node.arg_key == "decimals":
+        return
     if isinstance(node, _COMPUTING):
         slots = ["this", "expression"]
     elif isinstance(node, _CHOOSING):

@@ -19,7 +19,7 @@ from sqlglot import exp
 
 from rewriter.catalog import Catalog, TableInfo
 from rewriter.errors import Rejected
-from rewriter.scope import Join, Scope, Source
+from rewriter.scope import INLINED, Join, Scope, Source
 
 
 @dataclass(frozen=True)
@@ -339,7 +339,7 @@ def _source(node: exp.Expr, catalog: Catalog, generated: str) -> Source:
     table = catalog.table(node.name, db.name if isinstance(db, exp.Identifier) else None)
     alias = node.args.get("alias")
     reference = alias.name if isinstance(alias, exp.TableAlias) and alias.name else node.name
-    return Source(table, reference, generated)
+    return Source(table, reference, generated, hidden=bool(node.meta.get(INLINED)))
 
 
 def _join_kind(join: exp.Join, joined: Source) -> str:

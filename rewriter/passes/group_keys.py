@@ -150,7 +150,10 @@ def _dereference(item: exp.Expr, shape: QueryShape) -> exp.Expr:
                     raise Rejected(
                         "aggregate functions are not allowed in GROUP BY", sqlstate="42803"
                     )
-                if not any(s.table.columns.get(item.name.lower()) for s in shape.scope.sources):
+                if not any(
+                    not s.hidden and s.table.columns.get(item.name.lower())
+                    for s in shape.scope.sources
+                ):
                     return unaliased
     return item
 

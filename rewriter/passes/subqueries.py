@@ -5,9 +5,12 @@
 - A row-level subquery (``SELECT cols/expressions FROM t [JOIN …] [WHERE …]``) is inlined:
   the outer query reads its tables directly (the first under the subquery's alias, the
   others as ``<alias>__<name>``), its joins and WHERE are added, and its output columns are
-  replaced by their expressions. The outer query's joins are then checked as usual
-  (check_joins), so protected tables still join only along the privacy unit and the rows
-  per person stay bounded by the product of their ``max_rows_per_unit``.
+  replaced by their expressions. An unqualified name is resolved once every FROM item of
+  the query is known, as PostgreSQL does: the subquery's output if no other FROM item has
+  a column of that name, ambiguous (42702) if one does; the columns of its tables that it
+  does not select are no one's (``Source.hidden``). The outer query's joins are then
+  checked as usual (check_joins), so protected tables still join only along the privacy
+  unit and the rows per person stay bounded by the product of their ``max_rows_per_unit``.
 - A subquery grouped by the privacy unit (``SELECT patient_id, COUNT(*) AS n FROM visits
   GROUP BY patient_id``) has one row per person: it becomes a virtual protected table with
   ``max_rows_per_unit = 1`` whose columns are per-person aggregates with derived bounds
@@ -24,7 +27,7 @@ what a later sqlglot adds as well.
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from sqlglot import exp
 
@@ -52,10 +55,16 @@ from rewriter.passes.check_shape import (
 )
 from rewriter.passes.where_subqueries import WhereSubqueries
 from rewriter.policy import ColumnPolicy, TablePolicy
-from rewriter.scope import Join, Scope, Source
+from rewriter.scope import INLINED, Join, Scope, Source
 from rewriter.sql_joins import add_join
 
 INNER_PREFIX = "s"  # the tables of a per-person subquery are s0, s1, …
+#: ``exp.Table.meta`` of the first table an inlined row-level subquery leaves in its place:
+#: the names the subquery provides, each with its expression (None: ambiguous, two of its
+#: columns have that name), for the unqualified names of the query around it
+#: (:func:`_resolve_unqualified`) and for a ``*`` over it one level up (:func:`_outputs`).
+VIEW = "dpproxy_view"
+Provided = dict[str, exp.Expr | None]
 T = TypeVar("T")
 _CLAUSES: Clauses = {**ROWS, **GROUP}  # a row-level subquery, or one grouped by the person
 _FORMS = (
@@ -92,8 +101,10 @@ def expand_subqueries(tree: exp.Expr, catalog: Catalog) -> tuple[exp.Expr, Catal
     while True:
         pending = [n for n in _source_nodes(tree) if isinstance(n, exp.Subquery)]
         if not pending:
-            return tree, catalog
+            break
         tree, catalog = _expand(tree, pending[0], catalog)
+    _resolve_unqualified(tree, catalog)
+    return tree, catalog
 
 
 def _take_ctes(tree: exp.Select) -> dict[str, exp.Select]:
@@ -246,8 +257,8 @@ def _inline(
     renamed = {
         s.alias: alias if i == 0 else f"{alias}__{s.reference}" for i, s in enumerate(scope.sources)
     }
-    outputs, starred = _outputs(inner, scope)
-    merged = _check_using(tree, node, scope, outputs, starred)
+    outputs, starred, viewed = _outputs(inner, scope)
+    merged = _check_using(tree, node, scope, outputs=outputs, starred=starred, viewed=viewed)
 
     def requalify(expression: exp.Expr) -> exp.Expr:
         def visit(sub: exp.Expr) -> exp.Expr:
@@ -265,7 +276,21 @@ def _inline(
         holder = exp.Paren(this=expression.copy())
         return holder.transform(visit, copy=False)
 
-    mapped = {name: requalify(e) for name, e in outputs.items()}
+    # The names the subquery provides: the columns of the tables it selects * of, those
+    # of a subquery inlined in it that it selects * of, and its named items; a name given
+    # twice is ambiguous (None), as in PostgreSQL.
+    provided: Provided = {}
+
+    def provide(name: str, value: exp.Expr | None) -> None:
+        provided[name.lower()] = None if name.lower() in provided else value
+
+    for source in starred:
+        for info in source.table.columns.values():
+            provide(info.name, exp.column(info.name, table=renamed[source.alias], quoted=True))
+    for name, value in viewed.items():
+        provide(name, None if value is None else requalify(value))
+    for name, value in outputs.items():
+        provide(name, requalify(value))
 
     def substitute(sub: exp.Expr) -> exp.Expr:
         if not isinstance(sub, exp.Column) or isinstance(sub.this, exp.Star):
@@ -275,7 +300,7 @@ def _inline(
             not sub.table
             and _nested_selects(sub)
             and not _in_from_subquery(sub)
-            and (name in mapped or any(s.table.columns.get(name) for s in starred))
+            and name in provided
         ):
             # SQL would read it from the subquery's own tables if they have such a column,
             # else from this one: dpproxy does not guess.
@@ -294,23 +319,13 @@ def _inline(
                 hint="qualify it with the name or alias of the table on the left of the "
                 f"join (what USING means by it), or write {alias}.{sub.name}",
             )
-        if not _refers_to(sub, alias):
+        if not sub.table or not _refers_to(sub, alias):
+            # An unqualified name here may be another FROM item's as well: resolved once
+            # each one's names are known (_resolve_unqualified).
             return sub
-        replacement = mapped.get(name)
-        if replacement is not None:
-            if sub.parent is tree and sub.arg_key == "expressions":
-                # In the select list: keep the name the column had.
-                return exp.alias_(replacement.copy(), sub.name, copy=False)
-            return replacement.copy()
-        found = [s for s in starred if s.table.columns.get(sub.name.lower())]
-        if len(found) > 1 and sub.table:
-            raise Rejected(f'column reference "{sub.name}" is ambiguous', sqlstate="42702")
-        if len(found) == 1:
-            info = found[0].table.column(sub.name)
-            return exp.column(info.name, table=renamed[found[0].alias], quoted=True)
-        if sub.table and not found:
+        if name not in provided:
             raise Rejected(f"column {alias}.{sub.name} does not exist", sqlstate="42703")
-        return sub
+        return _replacement(sub, provided[name], tree)
 
     table_nodes = _source_nodes(inner)
     bases = [
@@ -329,6 +344,9 @@ def _inline(
         )
         for base, join in zip(bases[1:], joins, strict=True)
     ]
+    for base in bases:
+        base.meta[INLINED] = True
+    bases[0].meta[VIEW] = provided
     condition = inner.args.get("where")
     outer_join = node.parent if isinstance(node.parent, exp.Join) else None
     node.replace(bases[0])
@@ -337,12 +355,84 @@ def _inline(
     return _attach(tree, outer_join, flattened, where)
 
 
+def _replacement(column: exp.Column, value: exp.Expr | None, tree: exp.Select) -> exp.Expr:
+    """What an inlined subquery provides for ``column``: its expression (in the select
+    list, under the name the column had)."""
+    if value is None:
+        raise Rejected(
+            f'column reference "{column.name}" is ambiguous',
+            sqlstate="42702",
+            hint="the subquery has two columns of that name: give each its own name",
+        )
+    if column.parent is tree and column.arg_key == "expressions":
+        return exp.alias_(value.copy(), column.name, copy=False)
+    return value.copy()
+
+
+def _resolve_unqualified(tree: exp.Select, catalog: Catalog) -> None:
+    """Resolve the unqualified columns of ``tree`` itself (not of a subquery in it) that an
+    inlined row-level subquery provides, as PostgreSQL does: a name that one FROM item
+    provides is that item's (the subquery's expression replaces it); a name that several
+    provide is ambiguous (42702). Each FROM item is a table by now: a table provides its
+    columns, an inlined subquery its outputs (``VIEW``, on its first table; its tables'
+    other columns are no one's), and a column that ``JOIN … USING`` merges counts once, as
+    the left side's. The ON of a join sees the FROM items up to its own; ORDER BY of an
+    output name refers to the select list. Columns that no inlined subquery provides are
+    left to rewriter.scope (which skips hidden tables)."""
+    nodes = _source_nodes(tree)
+    views = {i: cast(Provided, n.meta[VIEW]) for i, n in enumerate(nodes) if VIEW in n.meta}
+    if not views:
+        return
+    scope, _ = sources(tree, catalog, "r")
+    provides: list[set[str]] = []
+    for index, source in enumerate(scope.sources):
+        if index in views:
+            provides.append(set(views[index]))
+        else:
+            provides.append(set() if source.hidden else set(source.table.columns))
+    for index, join in enumerate(tree.args.get("joins") or [], start=1):
+        provides[index] -= {item.name.lower() for item in join.args.get("using") or []}
+    joins = tree.args.get("joins") or []
+    order = tree.args.get("order")
+    output_names = {output_name(item).lower() for item in tree.expressions}
+    for column in list(tree.find_all(exp.Column)):
+        if column.table or isinstance(column.this, exp.Star) or _nested_selects(column):
+            continue
+        name = column.name.lower()
+        ordered = column.parent
+        if (
+            isinstance(ordered, exp.Ordered)
+            and ordered.parent is order
+            and order is not None
+            and name in output_names
+        ):
+            continue
+        clause: exp.Expr = column
+        while clause.parent is not None and clause.parent is not tree:
+            clause = clause.parent
+        seen = len(provides)
+        if isinstance(clause, exp.Join):  # JOIN … ON: the items joined so far
+            seen = next(i for i, j in enumerate(joins, start=1) if j is clause) + 1
+        holders = [index for index, names in enumerate(provides[:seen]) if name in names]
+        if len(holders) > 1:
+            named = ", ".join(scope.sources[i].reference for i in holders)
+            raise Rejected(
+                f'column reference "{column.name}" is ambiguous',
+                sqlstate="42702",
+                hint=f"qualify it with the name or alias of one of {named}",
+            )
+        if holders and holders[0] in views:
+            column.replace(_replacement(column, views[holders[0]][name], tree))
+
+
 def _check_using(
     tree: exp.Select,
     node: exp.Subquery,
     scope: Scope,
+    *,
     outputs: dict[str, exp.Expr],
     starred: list[Source],
+    viewed: Provided,
 ) -> frozenset[str]:
     """Refuse ``JOIN … USING (c)`` with the row-level subquery ``node`` on either side
     unless ``c`` means the same column once the subquery is inlined; return the names of
@@ -352,8 +442,8 @@ def _check_using(
     others), and check_shape resolves ``USING (c)`` against their columns: right for an
     output ``c`` that is a column of that name of just one of its tables, and for a ``c``
     none of its tables has (not the subquery's business). ``SELECT birth_year AS
-    patient_id``, an expression, or a column the subquery does not select would join on
-    another column: refused."""
+    patient_id``, an expression, a column the subquery does not select, or a ``c`` that a
+    ``*`` takes from a subquery inlined in it would join on another column: refused."""
     alias = node.alias
     position = next(i for i, n in enumerate(_source_nodes(tree)) if n is node)
     merged: set[str] = set()
@@ -365,7 +455,9 @@ def _check_using(
             holders = [s for s in scope.sources if s.table.columns.get(name)]
             output = outputs.get(name)
             selected = [s for s in starred if s.table.columns.get(name)]
-            if output is None and not selected:
+            if name in viewed:
+                plain = False
+            elif output is None and not selected:
                 plain = not holders
             elif output is not None and not selected:
                 plain = False
@@ -386,26 +478,39 @@ def _check_using(
     return frozenset(merged)
 
 
-def _outputs(inner: exp.Select, scope: Scope) -> tuple[dict[str, exp.Expr], list[Source]]:
-    """A row-level subquery's named outputs, and the tables whose columns it selects all
-    of (``*``, ``t.*``)."""
+def _outputs(inner: exp.Select, scope: Scope) -> tuple[dict[str, exp.Expr], list[Source], Provided]:
+    """A row-level subquery's named outputs, the tables whose columns it selects all of
+    (``*``, ``t.*``), and what it selects all of from subqueries inlined in it: their
+    outputs (the columns of their tables are not theirs)."""
     outputs: dict[str, exp.Expr] = {}
     starred: list[Source] = []
+    viewed: Provided = {}
+    nodes = _source_nodes(inner)
+
+    def star(sources: list[Source]) -> None:
+        for source in sources:
+            node = nodes[scope.sources.index(source)]
+            if VIEW in node.meta:
+                for name, value in cast(Provided, node.meta[VIEW]).items():
+                    viewed[name] = None if name in viewed else value
+            elif not source.hidden:
+                starred.append(source)
+
     for item in inner.expressions:
-        star = item if isinstance(item, exp.Star) else item.this
-        if isinstance(star, exp.Star):
-            refuse_extra(star, _STAR_ARGS, "in a subquery in FROM", _FORMS)
+        star_item = item if isinstance(item, exp.Star) else item.this
+        if isinstance(star_item, exp.Star):
+            refuse_extra(star_item, _STAR_ARGS, "in a subquery in FROM", _FORMS)
         if isinstance(item, exp.Star):
-            starred.extend(scope.sources)
+            star(list(scope.sources))
         elif isinstance(item, exp.Column) and isinstance(item.this, exp.Star):
-            starred.extend(_named(scope, item.table))
+            star(_named(scope, item.table))
         elif isinstance(item, exp.Alias):
             _add_output(outputs, item.alias, item.this)
         elif isinstance(item, exp.Column):
             _add_output(outputs, item.name, item)
         else:
             raise Rejected("each item of a row-level subquery needs a name: add AS <name>")
-    return outputs, starred
+    return outputs, starred, viewed
 
 
 def _attach(

@@ -13,9 +13,20 @@ and changes no one else's. A subquery is accepted when it is
   foreign-key path (``rx.visit_id IN (SELECT visit_id FROM visits …)``, or
   ``EXISTS (SELECT 1 FROM prescriptions rx WHERE rx.visit_id = v.visit_id …)``).
 
+  ``x IN (SELECT y …)`` may match on any value when the subquery's WHERE ties it to the
+  person that way (``v.department IN (SELECT v2.department FROM visits v2 WHERE
+  v2.patient_id = v.patient_id AND v2.cost > 100)``): the tie is one of the conditions
+  ANDed at the top of its WHERE, so every row of the subquery's protected tables that it
+  reads belongs to the outer row's person (its other protected tables are joined to that
+  one along the person, and only public tables are LEFT JOINed). Its values, and so
+  whether the row is kept (NULLs included: ``x`` NULL, or NULLs among the values), then
+  depend on that row, public tables and its own person's rows only. A tie under OR or NOT,
+  or in a join's ON, proves nothing of the kind: refused.
+
 Anything else that reads protected data (a scalar value over everyone, a match on another
-column, an uncorrelated EXISTS) is rejected. The subquery's WHERE, ON and select list go
-through check_predicate again (recursively), so the allowlist applies at every depth.
+column without that tie, an uncorrelated EXISTS) is rejected. The subquery's WHERE, ON and
+select list go through check_predicate again (recursively), so the allowlist applies at
+every depth.
 The subquery is rebuilt from those parts alone, so any other clause on it (GROUP BY,
 HAVING, ORDER BY, LIMIT, TABLESAMPLE, a column list in an alias, …) is refused, never
 dropped, by allowlists (check_shape's) that refuse what a later sqlglot adds as well;
@@ -100,7 +111,7 @@ class NestedScope(Scope):
         qualifier = column.table
         if qualifier:
             return any(qualifier.lower() in (s.reference.lower(), s.alias) for s in self.sources)
-        return any(s.table.columns.get(column.name.lower()) for s in self.sources)
+        return any(not s.hidden and s.table.columns.get(column.name.lower()) for s in self.sources)
 
     def info(self, resolved: exp.Column) -> ColumnInfo:
         for source in self.sources:
@@ -155,9 +166,7 @@ class WhereSubqueries:
             for item in layer.select.expressions:
                 if not _is_star(item):
                     check_predicate(_body(item), layer.scope, SELECT_LIST)
-            if layer.scope.protected and not any(
-                _link(c, layer.scope, scope) for c in conjuncts(layer.where or exp.true())
-            ):
+            if layer.scope.protected and not _tied(layer, scope):
                 raise _unlinked(layer.scope, form)
             return exp.Exists(this=layer.sql(exp.Literal.number(1))), exp.Boolean(this=True)
         output, kind = _output(layer.select, layer.scope, form)
@@ -256,7 +265,7 @@ def _in(
     link = None
     if layer.scope.protected:
         link = _link(exp.EQ(this=outer, expression=output), layer.scope, scope)
-        if link is None:
+        if link is None and not _tied(layer, scope):
             raise _unlinked(layer.scope, "IN")
     also = None
     if link == "key inside":
@@ -362,6 +371,12 @@ def _standin(kind: str) -> exp.Expr:
             hint="select a number, text, date, timestamp or boolean column",
         )
     return exp.cast(exp.Null(), target)
+
+
+def _tied(layer: _Layer, scope: Scope) -> bool:
+    """Whether one of the conditions ANDed at the top of the subquery's WHERE ties its rows
+    to the outer row's person (:func:`_link`)."""
+    return any(_link(c, layer.scope, scope) for c in conjuncts(layer.where or exp.true()))
 
 
 def _link(condition: exp.Expr, inner: NestedScope, scope: Scope) -> str | None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import math
+from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
 import sqlglot
@@ -41,6 +43,11 @@ def interval(sql: str) -> Interval:
         ("greatest(a, 0)", Interval(-2, 3, True)),
         ("round(b)", Interval(0, 4, True)),
         ("round(b, 1)", Interval(0.5, 4, False)),
+        # d < 0: whole multiples of 10^-d, from the one at or below to the one at or above.
+        ("round(b, -1)", Interval(0, 10, True)),
+        ("round(-b, -1)", Interval(-10, 0, True)),
+        ("round(a * 100 + 1, -2)", Interval(-200, 400, True)),
+        ("round(c, -15)", Interval(0, 1e15, True)),
         ("(a + 1) * 2", Interval(-2, 8, True)),
         ("a * 1.5", Interval(-3, 4.5, False)),
     ],
@@ -81,3 +88,30 @@ def test_corners_cover_products() -> None:
     found = interval("a * a")
     products = [x * y for x, y in itertools.product(range(-2, 4), repeat=2)]
     assert found.lower <= min(products) and max(products) <= found.upper
+
+
+@pytest.mark.parametrize("digits", [-1, -2, -3])
+@given(x=st.floats(-4503.5, 123456.75, allow_nan=False))
+def test_round_with_negative_digits_is_sound_for_both_engines(digits: int, x: float) -> None:
+    """Each engine's round(x, d), d < 0, lies within the interval: DuckDB's (x / 10^-d in
+    double precision, rounded half away from zero, times 10^-d) and PostgreSQL's (x as a
+    numeric of 15 significant digits, rounded half away from zero)."""
+    found = interval_of(
+        sqlglot.parse_one(f"round(x, {digits})", read="postgres"),
+        lambda _: Interval(-4503.5, 123456.75, False),
+    )
+    assert found.integer
+    unit = 10**-digits
+    scaled = x / unit
+    duckdb = math.copysign(math.floor(abs(scaled) + 0.5), scaled) * unit
+    as_numeric = Decimal(f"{x:.15g}")
+    postgres = float((as_numeric / unit).quantize(Decimal(1), rounding=ROUND_HALF_UP) * unit)
+    for value in (duckdb, postgres):
+        assert found.lower <= value <= found.upper and value % unit == 0
+
+
+def test_round_with_negative_digits_stays_within_2_52() -> None:
+    """Rounding up can pass the ±2^52 every value inside an aggregate keeps to."""
+    largest = Interval(0, 2.0**52 - 1, True)
+    with pytest.raises(Rejected, match="2\\^52"):
+        interval_of(sqlglot.parse_one("round(x, -1)", read="postgres"), lambda _: largest)

@@ -39,6 +39,24 @@ QUERIES = [
     "SELECT d.floor, COUNT(*), SUM(v.stay) FROM visits v JOIN patients p "
     "ON v.patient_id = p.patient_id LEFT JOIN departments d ON v.department = d.name "
     "GROUP BY d.floor",
+    # round(x, d) with d < 0: whole multiples of 10^-d.
+    "SELECT department, SUM(round(cost, -1)), AVG(round(cost - 50, -2)), "
+    "SUM(round(stay * 25, -2)) FROM visits GROUP BY department",
+    # An unqualified name only the table has (the inlined subquery calls its own pid).
+    "SELECT COUNT(*), SUM(v.stay) FROM visits v JOIN (SELECT patient_id AS pid, sex "
+    "FROM patients) s ON v.patient_id = s.pid WHERE patient_id > 1 AND sex = 'F'",
+    # A match on another value, tied to the person (or the visit) in the subquery's WHERE.
+    "SELECT COUNT(*), SUM(stay) FROM visits v WHERE v.department IN (SELECT v2.department "
+    "FROM visits v2 WHERE v2.patient_id = v.patient_id AND v2.cost > 100)",
+    "SELECT department, COUNT(*), SUM(cost) FROM visits v WHERE v.department NOT IN "
+    "(SELECT v2.department FROM visits v2 WHERE v.patient_id = v2.patient_id "
+    "AND v2.cost > 100) GROUP BY department",
+    "SELECT COUNT(*), SUM(cost) FROM visits v WHERE EXISTS (SELECT 1 FROM visits v2 "
+    "WHERE v2.patient_id = v.patient_id AND v2.department = v.department AND v2.cost > 100)",
+    "SELECT COUNT(*), SUM(dose) FROM prescriptions rx WHERE rx.dose IN "
+    "(SELECT v.stay FROM visits v WHERE v.visit_id = rx.visit_id)",
+    "SELECT COUNT(*) FROM visits v WHERE v.stay NOT IN (SELECT rx.dose FROM prescriptions rx "
+    "WHERE rx.visit_id = v.visit_id)",
 ]
 
 

@@ -55,6 +55,15 @@ def rejected(sql: str) -> Rejected:
             "42702",
             "ambiguous",
         ),
+        # An inlined subquery's column and a table's (tests/rewriter/test_subquery_names.py).
+        (
+            "SELECT COUNT(*) FROM visits v JOIN (SELECT patient_id, sex FROM patients) s "
+            "ON v.patient_id = s.patient_id WHERE patient_id > 3",
+            "42702",
+            'column reference "patient_id" is ambiguous',
+        ),
+        # round(x, d) inside an aggregate: d from -15 to 15.
+        ("SELECT SUM(round(cost, -16)) FROM visits", "0A000", "d from -15 to 15"),
         ("SELECT COUNT(*) FROM departments", "0A000", "only public"),
         (
             "SELECT COUNT(*) FROM prescriptions rx JOIN visits v ON rx.dose = v.stay",

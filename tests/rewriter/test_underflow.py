@@ -47,11 +47,31 @@ def test_expressions_that_could_underflow_are_refused(argument: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "argument", ["x * 2.5", "x * x * x * x", "(x - 0.1) * 1e-80", "x / 7 / 3 * n", "x * 1e-70"]
+    "argument",
+    [
+        "x * 2.5",
+        "x * x * x * x",
+        "(x - 0.1) * 1e-80",
+        "x / 7 / 3 * n",
+        "x * 1e-70",
+        "round(x, -1) * n * 1e-70",  # d < 0: whole numbers, quantum 1
+        "round(x * 0.001, -2) * round(x, 3)",
+    ],
 )
 def test_ordinary_expressions_are_accepted(argument: str) -> None:
     made = make_plan(f"SELECT SUM({argument}), VAR_POP({argument}) FROM t", CATALOG, PlanRequest(1))
     assert made.sql
+
+
+def test_rounding_to_tens_has_a_quantum_of_one() -> None:
+    """round(x, d) with d <= 0 takes whole numbers (multiples of 10^-d); d > 0 keeps the
+    quantum of x, or half of 10^-d if that is smaller."""
+    for digits, quantum in ((-1, 1.0), (-15, 1.0), (0, 1.0)):
+        node = exp.maybe_parse(f"round(x, {digits})", dialect="postgres")
+        assert check_underflow(node, bounds, magnitude) == quantum
+    node = exp.maybe_parse("round(x * 1e-300, -1)", dialect="postgres")
+    with pytest.raises(Rejected, match="underflow"):  # the product inside is still checked
+        check_underflow(node, bounds, magnitude)
 
 
 def test_a_variance_of_a_value_near_the_limit_is_refused() -> None:

@@ -59,6 +59,63 @@ def rejected(sql: str) -> Rejected:
             "SELECT COUNT(*) FROM visits WHERE patient_id IN (SELECT visit_id FROM visits)",
             "same person",
         ),
+        # A match on another value needs the subquery's WHERE to tie it to the person, as
+        # one of the conditions ANDed at its top: not under OR or NOT, not in a join's ON,
+        # not on another column.
+        (
+            "SELECT COUNT(*) FROM visits v WHERE v.department IN (SELECT v2.department "
+            "FROM visits v2 WHERE v2.patient_id = v.patient_id OR v2.cost > 100)",
+            "same person",
+        ),
+        (
+            "SELECT COUNT(*) FROM visits v WHERE v.department IN (SELECT v2.department "
+            "FROM visits v2 WHERE (v2.patient_id = v.patient_id AND v2.cost > 1) OR FALSE)",
+            "same person",
+        ),
+        (
+            "SELECT COUNT(*) FROM visits v WHERE v.department IN (SELECT v2.department "
+            "FROM visits v2 WHERE NOT (v2.patient_id <> v.patient_id))",
+            "same person",
+        ),
+        (
+            "SELECT COUNT(*) FROM visits v WHERE v.department IN (SELECT v2.department "
+            "FROM visits v2 WHERE NOT NOT v2.patient_id = v.patient_id)",
+            "same person",
+        ),
+        (
+            "SELECT COUNT(*) FROM visits v WHERE v.department IN (SELECT v2.department "
+            "FROM visits v2 JOIN patients p ON p.patient_id = v2.patient_id "
+            "AND p.patient_id = v.patient_id)",
+            "same person",
+        ),
+        (
+            "SELECT COUNT(*) FROM visits v WHERE v.department IN (SELECT v2.department "
+            "FROM visits v2 LEFT JOIN departments d ON d.name = v2.department "
+            "AND v2.patient_id = v.patient_id)",
+            "same person",
+        ),
+        (
+            "SELECT COUNT(*) FROM visits v WHERE v.department IN (SELECT v2.department "
+            "FROM visits v2 WHERE v2.stay = v.stay)",
+            "same person",
+        ),
+        (
+            "SELECT COUNT(*) FROM visits v WHERE v.department IN (SELECT v2.department "
+            "FROM visits v2 WHERE v2.visit_id = v.visit_id AND v2.patient_id = v.stay)",
+            "same person",
+        ),
+        (
+            "SELECT COUNT(*) FROM visits v WHERE v.department IN (SELECT v2.department "
+            "FROM visits v2 WHERE CASE WHEN v2.patient_id = v.patient_id THEN TRUE END)",
+            "same person",
+        ),
+        # Another subquery's tie is its own: the inner one reads everyone's visits.
+        (
+            "SELECT COUNT(*) FROM visits v WHERE v.department IN (SELECT d.name FROM "
+            "departments d WHERE d.name IN (SELECT v3.department FROM visits v3 "
+            "WHERE v3.cost > 1) AND d.floor = v.stay)",
+            "same person",
+        ),
         (
             "SELECT COUNT(*) FROM visits WHERE visit_id IN (SELECT patient_id FROM patients)",
             "same person",
@@ -188,6 +245,31 @@ def test_rejections_say_why(sql: str, words: str) -> None:
     assert error.hint
 
 
+@pytest.mark.parametrize(
+    ("sql", "words"),
+    [
+        (
+            "SELECT COUNT(*) FROM visits v WHERE v.department IN (SELECT v2.department FROM "
+            "departments d LEFT JOIN visits v2 ON v2.department = d.name "
+            "WHERE v2.patient_id = v.patient_id)",
+            "LEFT JOIN is supported only with a public lookup table",
+        ),
+        (
+            "SELECT COUNT(*) FROM visits v WHERE v.department IN (SELECT v2.department FROM "
+            "visits v2 JOIN visits v3 ON v3.department = v2.department "
+            "WHERE v2.patient_id = v.patient_id)",
+            'protected table "visits" must be joined on its privacy unit',
+        ),
+    ],
+)
+def test_a_tie_cannot_make_up_for_a_join_off_the_person(sql: str, words: str) -> None:
+    """The tie holds for the table it names; the subquery's other protected tables must be
+    joined to it along the person (never LEFT JOINed), as everywhere."""
+    error = rejected(sql)
+    assert error.sqlstate == "0A000"
+    assert words in error.message, error.message
+
+
 def test_scalar_over_protected_suggests_a_separate_query() -> None:
     error = rejected("SELECT COUNT(*) FROM visits WHERE cost > (SELECT AVG(cost) FROM visits)")
     assert error.hint is not None and "paste the noisy value" in error.hint
@@ -254,6 +336,66 @@ def test_per_person_subquery_bounds_follow_the_join(sql: str, bound: int) -> Non
     assert 0 <= rows[0][0] <= bound * 5
 
 
+def _cost_over_100(person: int) -> set[str]:
+    """The departments of the person's visits costing over 100 (NaN too, as in SQL)."""
+    return {
+        r[2]
+        for r in SAMPLE_ROWS
+        if r[1] == person and r[3] is not None and (math.isnan(r[3]) or r[3] > 100)
+    }
+
+
+def _doses(visit: int) -> list[int]:
+    return [dose for _, of, dose in tables.PRESCRIPTIONS if of == visit]
+
+
+# A match on another value, tied to the person in the subquery's WHERE, and its answer on
+# SAMPLE_ROWS (each person's rows bounded to 3).
+TIED = [
+    (
+        "SELECT COUNT(*) FROM visits v WHERE v.department IN (SELECT v2.department "
+        "FROM visits v2 WHERE v2.patient_id = v.patient_id AND v2.cost > 100)",
+        reference.count_rows(SAMPLE_ROWS, lambda r: r[2] in _cost_over_100(r[1])),
+    ),
+    (
+        "SELECT COUNT(*) FROM visits v WHERE v.department NOT IN (SELECT v2.department "
+        "FROM visits v2 WHERE v.patient_id = v2.patient_id AND v2.cost > 100)",
+        reference.count_rows(SAMPLE_ROWS, lambda r: r[2] not in _cost_over_100(r[1])),
+    ),
+    (
+        "SELECT COUNT(*) FROM visits v WHERE EXISTS (SELECT 1 FROM visits v2 "
+        "WHERE v2.patient_id = v.patient_id AND v2.department = v.department "
+        "AND v2.cost > 100)",
+        reference.count_rows(SAMPLE_ROWS, lambda r: r[2] in _cost_over_100(r[1])),
+    ),
+    # Tied along the foreign-key path: the visit's own prescriptions. A NULL stay is in no
+    # set; NOT IN an empty set is true.
+    (
+        "SELECT COUNT(*) FROM visits v WHERE v.stay NOT IN (SELECT rx.dose "
+        "FROM prescriptions rx WHERE rx.visit_id = v.visit_id)",
+        reference.count_rows(
+            SAMPLE_ROWS,
+            lambda r: not _doses(r[0]) or (r[4] is not None and r[4] not in _doses(r[0])),
+        ),
+    ),
+]
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize(("sql", "expected"), TIED)
+def test_a_match_tied_to_the_person_answers_alike_on_both_engines(
+    sql: str, expected: int, pg_dsn: str, pg_schema: str
+) -> None:
+    """Refused before ("must match the outer row on the same person"), though the set it
+    matches holds only the outer row's person's values."""
+    load_postgres(pg_dsn, pg_schema, SAMPLE_ROWS)
+    on_duck = duckdb_with(SAMPLE_ROWS).execute(plan(sql, CATALOG, PlanRequest(1.0)).sql).fetchall()
+    made = plan(sql, catalog(pg_schema), PlanRequest(1.0, "postgres"))
+    with psycopg.connect(pg_dsn) as conn:
+        on_pg = conn.execute(made.sql.encode()).fetchall()
+    assert [int(v) for v in on_duck[0]] == [int(v) for v in on_pg[0]] == [expected]
+
+
 NOT_IN_WITH_NULL = (
     "SELECT COUNT(*) FROM visits WHERE patient_id NOT IN (SELECT patient_id FROM patients)"
 )
@@ -308,6 +450,19 @@ SEMI_JOINS = [
     "ON a.patient_id = b.patient_id GROUP BY a.patient_id) s",
     "SELECT COUNT(*), SUM(birth_year) FROM (SELECT v.patient_id, p.birth_year FROM visits v "
     "JOIN patients p ON v.patient_id = p.patient_id) s",
+    # A match on another value, tied to the person (or the visit) in the subquery's WHERE.
+    "SELECT COUNT(*), SUM(stay) FROM visits v WHERE v.department IN (SELECT w.department "
+    "FROM visits w WHERE w.patient_id = v.patient_id AND w.cost > 200)",
+    "SELECT department, COUNT(*) FROM visits v WHERE v.stay NOT IN (SELECT w.stay "
+    "FROM visits w WHERE v.patient_id = w.patient_id AND w.department = 'A') "
+    "GROUP BY department",
+    "SELECT COUNT(*) FROM visits v WHERE v.stay NOT IN (SELECT rx.dose FROM prescriptions rx "
+    "WHERE rx.visit_id = v.visit_id AND rx.dose > 2)",
+    "SELECT COUNT(*), SUM(dose) FROM prescriptions rx WHERE rx.dose NOT IN "
+    "(SELECT v.stay FROM visits v WHERE v.visit_id = rx.visit_id)",
+    "SELECT COUNT(*) FROM visits v WHERE v.department IN (SELECT d.name FROM visits w "
+    "LEFT JOIN departments d ON d.name = w.department WHERE w.patient_id = v.patient_id "
+    "AND w.stay > 3)",
 ]
 
 
