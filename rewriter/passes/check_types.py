@@ -218,6 +218,17 @@ def _constant_arguments(node: exp.Expr, where: str, *, raw: bool = True) -> None
     """Raise Rejected if an argument that an engine validates only when it calls the
     function (so only on the rows that reach it) is not a constant that is valid."""
     written = node.sql(dialect="postgres") if isinstance(node, _CHECKED_ARGUMENTS) else ""
+    if isinstance(node, (exp.Floor, exp.Ceil, exp.Round)):
+        extra = {key for key, value in node.args.items() if value is not None} - {"this"}
+        if extra - ({"decimals"} if isinstance(node, exp.Round) else set()):
+            # floor(x, d) is rewritten to arithmetic on the raw value (which overflows on
+            # PostgreSQL for some values only); round(x, d, mode) fails on both engines.
+            form = "round(x) or round(x, d)" if isinstance(node, exp.Round) else f"{node.key}(x)"
+            raise Rejected(
+                f"{node.key}() with {len(extra) + 1} arguments in {where}: only {form} is "
+                "supported",
+                hint="write round(x, d) to round to d decimal places, or floor(x) / ceil(x)",
+            )
     if isinstance(node, exp.Substring):
         start, length = node.args.get("start"), node.args.get("length")
         for value, least in ((start, -_MAX_INT4), (length, 0)):

@@ -34,3 +34,19 @@ def test_rejections_name_what_the_analyst_wrote(sql: str, code: str, message: st
         plan(sql, CATALOG, PlanRequest(1.0))
     assert caught.value.sqlstate == code and message in caught.value.message
     assert "<class" not in caught.value.message and "sqlglot" not in caught.value.message
+
+
+@pytest.mark.parametrize(
+    ("sql", "words"),
+    [
+        ("SELECT COUNT(*) FROM visits WHERE round(cost, 1, 1) > 3", "round() with 3 arguments"),
+        # Rewritten as FLOOR(cost * POWER(10, 1)) / …: PostgreSQL fails on a cost of 1e308.
+        ("SELECT COUNT(*) FROM visits WHERE floor(cost, 1) > 3", "floor() with 2 arguments"),
+        ("SELECT COUNT(*) FILTER (WHERE ceil(cost, 1) > 3) FROM visits", "ceil() with 2"),
+        ("SELECT SUM(floor(cost, 1)) FROM visits", "floor() with 2 arguments"),
+    ],
+)
+def test_rounding_functions_take_the_arguments_both_engines_have(sql: str, words: str) -> None:
+    with pytest.raises(Rejected) as caught:
+        plan(sql, CATALOG, PlanRequest(1.0))
+    assert words in caught.value.message
