@@ -301,6 +301,11 @@ def _statement_message(tree: exp.Expr) -> str:
     kind = tree.key.upper()
     if isinstance(tree, exp.Command):
         kind = str(tree.this).upper()
+    # A command sqlglot does not know can read as a column (CHECKPOINT) or an aliased one
+    # (LISTEN foo): named by its first word, as the analyst wrote it.
+    first = tree.this if isinstance(tree, exp.Alias) else tree
+    if isinstance(first, exp.Column) and not first.table:
+        kind = first.name.upper()
     return f"{kind} statements are not supported"
 
 

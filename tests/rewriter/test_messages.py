@@ -27,6 +27,8 @@ from tests.rewriter.test_planner import CATALOG
         ("SELECT nosuch FROM visits", "42703", 'column "nosuch" does not exist'),
         ("SELECT COUNT(*) FROM visits LIMIT -1", "2201W", "LIMIT must not be negative"),
         ("SELECT COUNT(*) FROM visits OFFSET -5", "2201W", "OFFSET must not be negative"),
+        ("LISTEN foo", "0A000", "LISTEN statements are not supported"),
+        ("CHECKPOINT", "0A000", "CHECKPOINT statements are not supported"),
     ],
 )
 def test_rejections_name_what_the_analyst_wrote(sql: str, code: str, message: str) -> None:
