@@ -12,6 +12,7 @@ themselves are never deleted. Callers run these inside a transaction from
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -29,12 +30,56 @@ from accountant.budget import (
     format_delta,
 )
 from accountant.connection import Connection
-from accountant.errors import AnalystExists, AnalystRemoved, UnknownAnalyst
+from accountant.errors import AccountantError, AnalystExists, AnalystRemoved, UnknownAnalyst
 from accountant.ledger import period_spending, spent
 from accountant.records import AuditRecord, Decision, iso
 
 #: ``client_address`` of audit records written by admin commands.
 ADMIN_ADDRESS = "local admin"
+
+#: The ``analyst`` of audit records about all analysts (the global budget, the answer
+#: cache): never an analyst's name.
+GLOBAL_NAME = "*"
+#: The longest user name a PostgreSQL client logs in with: NAMEDATALEN - 1 bytes (a
+#: PostgreSQL server truncates longer ones; dpproxy reports max_identifier_length 63).
+MAX_NAME_BYTES = 63
+NAME_RULE = (
+    f"an analyst name is 1 to {MAX_NAME_BYTES} bytes of UTF-8, without control characters "
+    f'or spaces at either end, and not "{GLOBAL_NAME}" (the audit log\'s name for records '
+    "about all analysts)"
+)
+
+
+class InvalidAnalystName(AccountantError, ValueError):
+    """A name no analyst can have (see :func:`name_problem`)."""
+
+
+def name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be an analyst's user name (ending in the rule), or None."""
+    shown = repr(name if len(name) <= 40 else name[:40] + "…")
+    try:
+        size = len(name.encode("utf-8"))
+    except UnicodeEncodeError:
+        return f"{shown} is not valid text; {NAME_RULE}"
+    if not name:
+        return f"the name is empty; {NAME_RULE}"
+    if size > MAX_NAME_BYTES:
+        return f"{shown} is {size} bytes long; {NAME_RULE}"
+    if any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in name):
+        return f"{shown} contains a control character; {NAME_RULE}"
+    if name != name.strip():
+        return f"{shown} starts or ends with a space; {NAME_RULE}"
+    if name == GLOBAL_NAME:
+        return f"{shown} is reserved; {NAME_RULE}"
+    return None
+
+
+def check_name(name: str) -> None:
+    """Raise InvalidAnalystName unless ``name`` can be an analyst's user name."""
+    problem = name_problem(name)
+    if problem is not None:
+        raise InvalidAnalystName(problem)
+
 
 _SELECT = (
     "SELECT name, verifier, total_nano, default_nano, cap_nano, reset_after, removed,"
@@ -141,6 +186,8 @@ def seed(
 ) -> list[str]:
     """Add each configured analyst the store has never known (removed ones stay removed)."""
     added = []
+    for name in analysts:
+        check_name(name)
     for name, (verifier, budget) in sorted(analysts.items()):
         if find(conn, name) is not None:
             continue
@@ -159,6 +206,7 @@ def add(
     change: AdminChange,
     now: datetime,
 ) -> AuditRecord:
+    check_name(name)
     found = find(conn, name)
     if found is not None and not found.removed:
         raise AnalystExists(name)
@@ -228,7 +276,8 @@ def reset(conn: Connection, name: str, change: AdminChange, now: datetime) -> Au
 
 
 def describe(budget: AnalystBudget) -> str:
-    cap = "none" if budget.per_query_cap is None else budget.per_query_cap.plain
+    # The cap in force, as `analyst list` shows it: without a cap of its own, the total.
+    cap = budget.effective_cap.plain + (" (the total)" if budget.per_query_cap is None else "")
     extra = ""
     if budget.delta != DEFAULT_DELTA or budget.mechanism is not Mechanism.LAPLACE:
         extra = f", delta {format_delta(budget.delta)}, {budget.mechanism.value}"
@@ -260,10 +309,6 @@ def _insert(
         " mechanism, period, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (name, verifier, *_amounts(budget), iso(now), iso(now)),
     )
-
-
-#: The ``analyst`` of audit records about the global budget.
-GLOBAL_NAME = "*"
 
 
 def audit_global(conn: Connection, change: AdminChange, what: str, now: datetime) -> AuditRecord:

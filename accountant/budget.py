@@ -3,7 +3,8 @@
 Amounts are held as whole nano-units (10⁻⁹) in a Python ``int``, so sums are exact: ten
 charges of ε=0.1 add up to exactly ε=1, and comparisons never suffer from float rounding.
 Values with more than nine decimals are rounded *up* to the next nano-unit, which is the
-conservative direction for a cost (a budget total is at most 10⁻⁹ larger than written).
+conservative direction for a cost; a budget set by an admin or the configuration goes
+through :func:`budget_epsilon`, which refuses such values instead of enlarging the budget.
 
 :class:`Epsilon` and the zCDP :class:`Rho` are both :class:`NanoAmount` (same arithmetic, a
 different symbol, never mixed by accident). How ε and ρ charges add up to an (ε, δ)
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from decimal import ROUND_CEILING, Decimal, InvalidOperation
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, InvalidOperation
 from enum import StrEnum
 from typing import Any, ClassVar, Self
 
@@ -355,6 +356,47 @@ def parse_delta(value: object) -> Decimal:
 def format_delta(delta: Decimal) -> str:
     """δ as people write it: ``1e-6``, ``2.5e-7``, ``0``."""
     return "0" if delta == 0 else format(delta.normalize(), "E").lower().replace("e-0", "e-")
+
+
+#: The smallest non-zero ε an amount holds (one nano-unit).
+SMALLEST_EPSILON = Decimal(1).scaleb(-9)
+#: The smallest non-zero δ a budget may have: the ledger counts δ in these units, and no
+#: partition selection can spend less.
+SMALLEST_DELTA = Decimal(1).scaleb(-15)
+
+
+def budget_epsilon(value: AmountInput) -> Epsilon:
+    """An ε for a budget (a total, a per-query default or cap, a grant), as an admin or the
+    configuration gives it. Unlike ``Epsilon(value)``, which rounds a cost *up* to the next
+    nano-unit, a value that is not a whole number of nano-units is refused: rounding it up
+    would silently make a budget larger than asked (1e-10 would become 1e-9)."""
+    amount = Epsilon(value)
+    exact = Decimal(str(value).strip()) if isinstance(value, str | float) else Decimal(value)
+    if amount.as_decimal() == exact:
+        return amount
+    if exact < SMALLEST_EPSILON:
+        raise InvalidAmount(
+            f"{value} is below the smallest ε dpproxy keeps, 0.000000001 (1e-9); "
+            "give 0.000000001 or more"
+        )
+    down = format(exact.quantize(SMALLEST_EPSILON, rounding=ROUND_FLOOR).normalize(), "f")
+    raise InvalidAmount(
+        f"{value} has more than 9 decimals; ε is kept exact to 0.000000001 (1e-9) and a "
+        f"budget is never rounded up: give at most 9 decimals, e.g. {down}"
+    )
+
+
+def budget_delta(value: object) -> Decimal:
+    """A δ for a budget: between 0 and 0.001 (``parse_delta``), and 0 or at least 1e-15 (the
+    ledger's unit of δ: a smaller δ could fund no partition selection, and would be 0 as a
+    float when Gaussian spending is converted to ε)."""
+    delta = parse_delta(value)
+    if 0 < delta < SMALLEST_DELTA:
+        raise InvalidAmount(
+            f"δ {value} is below the smallest δ dpproxy accounts, 1e-15; give 0 (pure ε "
+            "only) or at least 1e-15"
+        )
+    return delta
 
 
 class AnalystBudget(BaseModel):

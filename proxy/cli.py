@@ -11,7 +11,7 @@ from pathlib import Path
 
 from accountant import AccountantError
 from proxy import __version__
-from proxy.admin.common import CommandError, read_password
+from proxy.admin.common import CommandError, UsageError, read_password
 from proxy.admin.parser import add_admin_commands
 from proxy.backends import BackendError
 from proxy.demo import CONFIG_FILE, PostgresTarget, connection_banner, prepare
@@ -19,7 +19,15 @@ from proxy.demo_data import DEFAULT_SEED, MAX_PATIENTS
 from proxy.protocol.scram import make_verifier
 from proxy.runner import run
 from proxy.server import run_event_loop
-from proxy.settings import CONFIG_ENV, ConfigError, Settings, config_path, load_settings
+from proxy.settings import (
+    CONFIG_ENV,
+    ConfigError,
+    Settings,
+    config_path,
+    host_problem,
+    host_syntax_problem,
+    load_settings,
+)
 from rewriter import PolicyError
 
 EXIT_USAGE = 2
@@ -143,7 +151,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _dispatch(args, sys.argv[1:] if argv is None else argv)
     except (ConfigError, CommandError, PolicyError, BackendError) as error:
         print(f"dpproxy: {error}", file=sys.stderr)
-        return EXIT_USAGE if isinstance(error, ConfigError) else EXIT_FAILURE
+        return EXIT_USAGE if isinstance(error, ConfigError | UsageError) else EXIT_FAILURE
     except AccountantError as error:
         print(f"dpproxy: {error}", file=sys.stderr)
         return EXIT_FAILURE
@@ -153,6 +161,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _dispatch(args: argparse.Namespace, argv: Sequence[str]) -> int:
     if args.command == "serve":
+        if args.host is not None:
+            _check_host_syntax(args.host)
         settings = load_settings(config_path(args.config))
         server = settings.server.model_copy(
             update={k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
@@ -162,6 +172,7 @@ def _dispatch(args: argparse.Namespace, argv: Sequence[str]) -> int:
         return 0
     if args.command == "demo":
         directory: Path = args.dir
+        _check_host(args.host)  # before writing it into the demo's configuration
         prepare(
             directory,
             host=args.host,
@@ -188,6 +199,21 @@ def _dispatch(args: argparse.Namespace, argv: Sequence[str]) -> int:
         return handler(args)
     settings = load_settings(config_path(args.config))
     return handler(settings, args, shlex.join(["dpproxy", *argv]))
+
+
+def _check_host(host: str) -> None:
+    """Refuse a --host that is neither an address nor a name this machine resolves."""
+    problem = host_problem(host)
+    if problem is not None:
+        raise UsageError(f"--host {problem}")
+
+
+def _check_host_syntax(host: str) -> None:
+    """Refuse a --host that cannot be an address or a name at all (no lookup: the server
+    reports a name it cannot resolve when it starts to listen)."""
+    problem = host_syntax_problem(host)
+    if problem is not None:
+        raise UsageError(f"--host {problem}")
 
 
 def _serve(settings: Settings, banner: Path | None) -> None:

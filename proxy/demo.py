@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import psycopg
 
-from proxy.admin.common import CommandError
+from proxy.admin.common import CommandError, UsageError
 from proxy.demo_data import DemoSize, generate, load_postgres, summary, write_duckdb
 from proxy.protocol.scram import make_verifier
 
@@ -170,13 +171,18 @@ def prepare(
     With ``postgres``, the data goes into that PostgreSQL database (its demo tables are
     replaced) and the configuration points there instead of at a DuckDB file.
     """
+    if directory.exists() and not directory.is_dir():
+        raise UsageError(
+            f"--dir {directory}: is a file, not a directory; give a directory for the demo "
+            "(it is created if missing), e.g. --dir dpproxy-demo"
+        )
     config = directory / CONFIG_FILE
     database = directory / DATABASE_FILE
     if config.exists() and (database.exists() or postgres is not None):
         return False
+    _make_directory(directory)
     if database.exists() and not config.exists():
         database.unlink()
-    directory.mkdir(parents=True, exist_ok=True)
     progress = Progress()
     started = time.monotonic()
     data = generate(DemoSize(patients=patients), seed=seed, progress=progress)
@@ -206,17 +212,59 @@ def prepare(
         for a in DEMO_ANALYSTS
     )
     text = CONFIG_TEMPLATE.format(
-        host=host, port=port, database=DATABASE_FILE, state=STATE_FILE, analysts=analysts
+        host=toml_escape(host),
+        port=port,
+        database=DATABASE_FILE,
+        state=STATE_FILE,
+        analysts=analysts,
     )
     if postgres is not None:
         text = text.replace(
             DUCKDB_BACKEND.format(database=DATABASE_FILE),
-            POSTGRES_BACKEND.format(dsn=postgres.dsn, schema=postgres.schema),
+            POSTGRES_BACKEND.format(
+                dsn=toml_escape(postgres.dsn), schema=toml_escape(postgres.schema)
+            ),
         )
-    config.write_text(text, encoding="utf-8")
+    try:
+        config.write_text(text, encoding="utf-8")
+    except (OSError, UnicodeError) as error:
+        config.unlink(missing_ok=True)  # never leave half a configuration to be reused
+        reason = error.strerror if isinstance(error, OSError) else "not UTF-8 text"
+        raise CommandError(f"{config}: cannot write the demo's configuration: {reason}") from None
     sizes = ", ".join(f"{n:,} {table}" for table, n in counts.items())
     print(f"wrote {where} ({sizes}) and {config}", file=sys.stderr)
     return True
+
+
+def _make_directory(directory: Path) -> None:
+    """Create ``directory`` (and its parents) for a new demo; refuse one this user cannot
+    write, before spending time on the data."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UsageError(
+            f"--dir {directory}: cannot create it: {error.strerror}; give a directory you "
+            "may write, e.g. --dir dpproxy-demo"
+        ) from None
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise UsageError(
+            f"--dir {directory}: this user may not write there; give a directory you may "
+            "write, e.g. --dir dpproxy-demo"
+        )
+
+
+def toml_escape(value: str) -> str:
+    """``value`` for the inside of a TOML basic string ("..."): quotes, backslashes and
+    control characters escaped, so that a --host or --postgres DSN cannot break the file."""
+    out = []
+    for ch in value:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\u{ord(ch):04X}")
+        else:
+            out.append(ch)
+    return "".join(out)
 
 
 def connection_banner(directory: Path, host: str, port: int) -> str:

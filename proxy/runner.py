@@ -6,6 +6,7 @@ import asyncio
 import logging
 import os
 import signal
+import socket
 import ssl
 from collections.abc import Callable
 
@@ -120,6 +121,12 @@ async def run(settings: Settings, on_ready: Callable[[int], None]) -> None:
         )
         try:
             port = await server.start()
+        except socket.gaierror as error:  # an OSError whose errno os.strerror does not know
+            raise ConfigError(
+                f"cannot listen on {settings.server.host}: {error.strerror}; it is neither an "
+                "address nor a name this machine can resolve: give an address such as "
+                "127.0.0.1, or 0.0.0.0 for every interface ([server] host, or --host)"
+            ) from None
         except OSError as error:
             where = f"{settings.server.host}:{settings.server.port}"
             raise ConfigError(

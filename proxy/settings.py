@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import math
 import os
+import re
+import socket
 import tomllib
-from decimal import Decimal
+import unicodedata
 from pathlib import Path
 from typing import Literal, Self
 
@@ -22,7 +24,9 @@ from pydantic import (
     model_validator,
 )
 
-from accountant import AnalystBudget, Epsilon, Mechanism, Period, PostgresState
+from accountant import AnalystBudget, Epsilon, InvalidAmount, Mechanism, Period, PostgresState
+from accountant.analysts import name_problem
+from accountant.budget import budget_delta, budget_epsilon
 from accountant.postgres import DEFAULT_SCHEMA as DEFAULT_STATE_SCHEMA
 from accountant.postgres import check_dsn, check_schema_name
 from proxy.protocol.scram import InvalidVerifier, parse_verifier
@@ -52,6 +56,14 @@ class ServerSettings(BaseModel):
         default=False, description="Refuse clients that do not encrypt (needs tls_cert)."
     )
 
+    @field_validator("host")
+    @classmethod
+    def _check_host(cls, value: str) -> str:
+        problem = host_syntax_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
     @model_validator(mode="after")
     def _check_tls(self) -> Self:
         if (self.tls_cert is None) != (self.tls_key is None):
@@ -67,6 +79,45 @@ class ServerSettings(BaseModel):
             if path is not None and not path.is_absolute()
         }
         return self.model_copy(update=update) if update else self
+
+
+_HOST_ADVICE = "give an address such as 127.0.0.1, or 0.0.0.0 for every interface"
+
+
+def host_syntax_problem(host: str) -> str | None:
+    """Why ``host`` can be neither an address nor a host name (without looking it up), or
+    None. Names go to the resolver IDNA-encoded, which refuses e.g. a part over 63 characters."""
+    if any(unicodedata.category(c) == "Cc" for c in host):
+        return f"contains a control character; {_HOST_ADVICE}, or a host name"
+    try:
+        host.encode("idna")
+    except UnicodeError as error:
+        found = re.search(r"UnicodeError: (.*)\)$", str(error))
+        reason = found.group(1) if found else str(error)
+        return (
+            f"{host[:80]} is not a valid host name ({reason}; each dot-separated part is 1 to "
+            f"63 characters); {_HOST_ADVICE}"
+        )
+    return None
+
+
+def host_problem(host: str) -> str | None:
+    """Why the server could not listen on ``host`` (it is neither an address nor a name
+    this machine resolves), or None. Looks the name up, so it needs the machine's resolver."""
+    syntax = host_syntax_problem(host)
+    if syntax is not None:
+        return syntax
+    try:
+        socket.getaddrinfo(host or None, 0, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as error:
+        reason = error.strerror or str(error)
+    except ValueError as error:  # a NUL character, or a name IDNA cannot encode
+        reason = str(error)
+    else:
+        return None
+    return (
+        f"{host} is not an address, nor a name this machine can resolve ({reason}); {_HOST_ADVICE}"
+    )
 
 
 class BackendSettings(BaseModel):
@@ -229,20 +280,28 @@ class AnalystSettings(BaseModel):
         return self
 
     def budget(self) -> AnalystBudget:
+        amounts: dict[str, Epsilon | None] = {}
         for name in ("epsilon_total", "epsilon_default", "epsilon_per_query_max"):
             value = getattr(self, name)
             if value is not None and not math.isfinite(value):
                 raise ValueError(f"{name} must be a finite number")
+            try:
+                amounts[name] = None if value is None else budget_epsilon(str(value))
+            except InvalidAmount as error:
+                raise ValueError(f"{name} = {error}") from None
+        try:
+            delta = budget_delta(str(self.delta))
+        except InvalidAmount as error:
+            raise ValueError(f"delta: {error}") from None
+        total, default = amounts["epsilon_total"], amounts["epsilon_default"]
+        if total is None or default is None:
+            raise ValueError("epsilon_total and epsilon_default are required")
         try:
             return AnalystBudget(
-                total=Epsilon(str(self.epsilon_total)),
-                default_per_query=Epsilon(str(self.epsilon_default)),
-                per_query_cap=(
-                    None
-                    if self.epsilon_per_query_max is None
-                    else Epsilon(str(self.epsilon_per_query_max))
-                ),
-                delta=Decimal(str(self.delta)),
+                total=total,
+                default_per_query=default,
+                per_query_cap=amounts["epsilon_per_query_max"],
+                delta=delta,
                 mechanism=Mechanism(self.mechanism),
                 period=Period(self.period),
             )
@@ -261,6 +320,15 @@ class Settings(BaseModel):
     state: StateSettings = Field(default_factory=StateSettings)
     analysts: dict[str, AnalystSettings] = Field(default_factory=dict)
     tables: dict[str, TablePolicy] = Field(default_factory=dict)
+
+    @field_validator("analysts")
+    @classmethod
+    def _check_names(cls, value: dict[str, AnalystSettings]) -> dict[str, AnalystSettings]:
+        for name in value:
+            problem = name_problem(name)
+            if problem is not None:
+                raise ValueError(problem)
+        return value
 
     def resolve_paths(self, base: Path) -> Settings:
         backend = self.backend
@@ -291,6 +359,11 @@ def load_settings(path: Path) -> Settings:
         ) from None
     except OSError as error:
         raise ConfigError(f"{path}: cannot read: {error.strerror}") from None
+    except UnicodeDecodeError as error:
+        raise ConfigError(
+            f"{path}: not a UTF-8 text file (byte {error.start + 1} cannot be read as UTF-8); "
+            "a configuration is TOML text: save it as UTF-8, or pass --config with the right file"
+        ) from None
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:

@@ -24,6 +24,10 @@ class CommandError(Exception):
     """A command cannot proceed; the message says why and what to do."""
 
 
+class UsageError(CommandError):
+    """The command line cannot be used as given (exit status 2, like argparse's errors)."""
+
+
 def open_store(settings: Settings, command: str, *, seed_config: bool = True) -> StateStore:
     """Open (creating if needed) the state store and, unless ``seed_config`` is False (for
     read-only reviews), seed it from the configuration's [analysts]."""
@@ -55,10 +59,26 @@ def read_password(prompt: str = "password: ") -> str:
             raise CommandError("the two passwords differ; nothing was changed")
         password = first
     else:
-        password = sys.stdin.readline().rstrip("\r\n")
+        password = _stdin_line().rstrip("\r\n")
     if not password:
         raise CommandError("empty password; type one at the prompt or pipe it on stdin")
+    if "\x00" in password:
+        raise CommandError(
+            "the password contains a NUL character, which no PostgreSQL client can send; "
+            "choose another password (nothing was changed)"
+        )
     return password
+
+
+def _stdin_line() -> str:
+    """One line of standard input. Bytes that are not UTF-8 are kept as they are (as
+    surrogate escapes, which make_verifier hashes as the original bytes, as PostgreSQL
+    does), whatever the locale's encoding."""
+    binary = getattr(sys.stdin, "buffer", None)
+    if binary is None:  # a text stream with no bytes underneath (tests)
+        return sys.stdin.readline()
+    line: bytes = binary.readline()
+    return line.decode("utf-8", "surrogateescape")
 
 
 def parse_time(text: str) -> datetime:

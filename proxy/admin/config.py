@@ -8,7 +8,8 @@ from pathlib import Path
 
 from accountant import StateStore, StateStoreError
 from proxy.admin.seed import differences
-from proxy.settings import Settings, config_path, load_settings
+from proxy.settings import Settings, config_path, host_problem, load_settings
+from proxy.tls import TLSConfigError, server_context
 
 #: Where the generated JSON schema lives in the repository (editors can validate with it).
 SCHEMA_FILE = Path("config") / "dpproxy.schema.json"
@@ -55,8 +56,20 @@ def _summary(settings: Settings) -> list[str]:
     ]
 
 
+_SERVE_REFUSES = " (`dpproxy serve` refuses to start until this is fixed)"
+
+
 def _warnings(settings: Settings) -> list[str]:
     notes = []
+    server = settings.server
+    problem = host_problem(server.host)
+    if problem is not None:
+        notes.append(f"[server] host {problem}{_SERVE_REFUSES}")
+    if server.tls_cert is not None and server.tls_key is not None:
+        try:
+            server_context(server.tls_cert, server.tls_key)
+        except TLSConfigError as error:
+            notes.append(f"{error}{_SERVE_REFUSES}")
     backend = settings.backend
     if backend.engine == "duckdb" and backend.path is not None and not backend.path.exists():
         notes.append(f"[backend] path {backend.path} does not exist yet")

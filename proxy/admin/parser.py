@@ -59,7 +59,11 @@ def add_admin_commands(
         "add an analyst; the password is read from a prompt or stdin",
         people.analyst_add,
     )
-    add.add_argument("name", help="the user name the analyst connects with")
+    add.add_argument(
+        "name",
+        type=people.analyst_name,
+        help="the user name the analyst connects with (1 to 63 bytes, no control characters)",
+    )
     people.add_budget_flags(add, required_total=True)
     remove = _action(
         analyst,
@@ -93,7 +97,7 @@ def add_admin_commands(
         budget, "grant", common, "add ε to an analyst's total budget", people.budget_grant
     )
     grant.add_argument("analyst")
-    grant.add_argument("epsilon", metavar="EPS", help="ε to add to the total")
+    grant.add_argument("epsilon", metavar="EPS", type=people.epsilon, help="ε to add to the total")
     reset = _action(
         budget,
         "reset",
@@ -110,9 +114,16 @@ def add_admin_commands(
         people.budget_global,
     )
     which = overall.add_mutually_exclusive_group()
-    which.add_argument("--epsilon-total", metavar="EPS", help="set the global cap (ε)")
+    which.add_argument(
+        "--epsilon-total", metavar="EPS", type=people.epsilon, help="set the global cap (ε)"
+    )
     which.add_argument("--none", action="store_true", help="remove the global cap")
-    overall.add_argument("--delta", metavar="DELTA", help="δ of the global cap (default 1e-6)")
+    overall.add_argument(
+        "--delta",
+        metavar="DELTA",
+        type=people.delta,
+        help="δ of the global cap set with --epsilon-total (default 1e-6)",
+    )
 
     cache = _group(commands, "cache", "the answer cache (repeated queries at no cost)")
     _action(

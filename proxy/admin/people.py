@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
 
 from pydantic import ValidationError
@@ -26,8 +27,9 @@ from accountant import (
     UnknownAnalyst,
     format_delta,
 )
-from accountant.budget import parse_delta
-from proxy.admin.common import change, emit, open_store, read_password, render
+from accountant.analysts import name_problem
+from accountant.budget import DEFAULT_DELTA, budget_delta, budget_epsilon
+from proxy.admin.common import UsageError, change, emit, open_store, read_password, render
 from proxy.protocol.scram import make_verifier
 from proxy.settings import Settings
 
@@ -62,21 +64,54 @@ BUDGET_COLUMNS = (
 )
 
 
+def analyst_name(text: str) -> str:
+    """argparse type of a new analyst's name (the rule: ``accountant.analysts.NAME_RULE``)."""
+    problem = name_problem(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return text
+
+
+def epsilon(text: str) -> Epsilon:
+    """argparse type of a budget's ε: exact to 10⁻⁹, never rounded up."""
+    try:
+        return budget_epsilon(text)
+    except InvalidAmount as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def delta(text: str) -> Decimal:
+    """argparse type of a budget's δ: 0, or between 1e-15 and 0.001."""
+    try:
+        return budget_delta(text)
+    except InvalidAmount as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def add_budget_flags(parser: argparse.ArgumentParser, *, required_total: bool) -> None:
     parser.add_argument(
         "--epsilon-total",
         metavar="EPS",
+        type=epsilon,
         required=required_total,
         help="all the ε the analyst may spend (until a `budget reset`)",
     )
     parser.add_argument(
-        "--epsilon-default", metavar="EPS", help="ε of a query unless the session SETs one"
+        "--epsilon-default",
+        metavar="EPS",
+        type=epsilon,
+        help="ε of a query unless the session SETs one",
     )
     cap = parser.add_mutually_exclusive_group()
-    cap.add_argument("--epsilon-per-query-max", metavar="EPS", help="most one query may spend")
+    cap.add_argument(
+        "--epsilon-per-query-max", metavar="EPS", type=epsilon, help="most one query may spend"
+    )
     cap.add_argument("--no-per-query-max", action="store_true", help="remove the per-query cap")
     parser.add_argument(
-        "--delta", metavar="DELTA", help="δ of the (ε, δ) budget (default 1e-6; 0: pure ε only)"
+        "--delta",
+        metavar="DELTA",
+        type=delta,
+        help="δ of the (ε, δ) budget (default 1e-6; 0: pure ε only)",
     )
     parser.add_argument(
         "--mechanism",
@@ -120,10 +155,6 @@ def _or(value: Epsilon | None, current: Epsilon) -> Epsilon:
     return current if value is None else value
 
 
-def _amount(text: str | None) -> Epsilon | None:
-    return None if text is None else Epsilon(text)
-
-
 def _row(analyst: StoredAnalyst) -> dict[str, Any]:
     return analyst.to_dict()
 
@@ -136,9 +167,9 @@ def _budget_row(analyst: StoredAnalyst) -> dict[str, Any]:
 
 
 def analyst_add(settings: Settings, args: argparse.Namespace, command: str) -> int:
-    total = Epsilon(args.epsilon_total)
-    cap = _amount(args.epsilon_per_query_max)
-    default = _or(_amount(args.epsilon_default), min(Epsilon(1), total if cap is None else cap))
+    total: Epsilon = args.epsilon_total
+    cap: Epsilon | None = args.epsilon_per_query_max
+    default = _or(args.epsilon_default, min(Epsilon(1), total if cap is None else cap))
     budget = make_budget(total, default, cap, args=args)
     with open_store(settings, command) as store:
         if store.analyst(args.name) is not None:
@@ -191,12 +222,12 @@ def budget_show(settings: Settings, args: argparse.Namespace, command: str) -> i
 
 
 def budget_set(settings: Settings, args: argparse.Namespace, command: str) -> int:
-    total = _amount(args.epsilon_total)
-    default = _amount(args.epsilon_default)
-    cap = _amount(args.epsilon_per_query_max)
+    total: Epsilon | None = args.epsilon_total
+    default: Epsilon | None = args.epsilon_default
+    cap: Epsilon | None = args.epsilon_per_query_max
     given = (total, default, cap, args.delta, args.mechanism, args.period)
     if all(value is None for value in given) and not args.no_per_query_max:
-        raise InvalidAmount(
+        raise UsageError(
             "nothing to set; give --epsilon-total, --epsilon-default, "
             "--epsilon-per-query-max, --no-per-query-max, --delta, --mechanism or --period"
         )
@@ -217,7 +248,7 @@ def budget_set(settings: Settings, args: argparse.Namespace, command: str) -> in
 
 
 def budget_grant(settings: Settings, args: argparse.Namespace, command: str) -> int:
-    extra = Epsilon(args.epsilon)
+    extra: Epsilon = args.epsilon
     if extra.is_zero():
         raise InvalidAmount("grant an amount greater than 0")
 
@@ -263,17 +294,22 @@ def _active(store: StateStore, name: str) -> StoredAnalyst:
 
 def budget_global(settings: Settings, args: argparse.Namespace, command: str) -> int:
     """Show, set or remove the cap on all analysts' charges together."""
+    total: Epsilon | None = args.epsilon_total
+    if args.delta is not None and total is None:
+        raise UsageError(
+            "--delta is the δ of a new global cap and goes with --epsilon-total (e.g. "
+            "`dpproxy budget global --epsilon-total 50 --delta 1e-6`); nothing was changed"
+        )
+    if total is not None and total.is_zero():
+        raise InvalidAmount("the global total must be greater than 0; nothing was changed")
     with open_store(settings, command) as store:
         if args.none:
             record = store.set_global_budget(None, change(command))
             print(f"{record.reason} (audit record {record.id})")
             return 0
-        if args.epsilon_total is not None:
-            delta = parse_delta(args.delta if args.delta is not None else "0.000001")
-            total = Epsilon(args.epsilon_total)
-            if total.is_zero():
-                raise InvalidAmount("the global total must be greater than 0")
-            record = store.set_global_budget(GlobalBudget(total, delta), change(command))
+        if total is not None:
+            cap_delta = DEFAULT_DELTA if args.delta is None else args.delta
+            record = store.set_global_budget(GlobalBudget(total, cap_delta), change(command))
             print(f"{record.reason} (audit record {record.id})")
         current = store.global_budget()
         if current is None:

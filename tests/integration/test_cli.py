@@ -165,3 +165,72 @@ def test_demo_as_a_new_user_runs_it(tmp_path: Path) -> None:
         conn.execute(f"UPDATE {audit_table} SET sql = 'SELECT 1' WHERE id = 1")
     verify = dpproxy("audit", "verify", "--config", config)
     assert verify.returncode == 1 and "BROKEN at record 1" in verify.stdout
+
+
+@pytest.fixture(scope="module")
+def small_demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("cli") / "demo"
+    result = dpproxy("demo", "--dir", str(directory), "--patients", "50", "--no-serve")
+    assert result.returncode == 0, result.stderr
+    return directory / "dpproxy.toml"
+
+
+@pytest.mark.parametrize("host", ["nonexistent.invalid", "999.1.1.1"])
+def test_serve_on_a_host_that_does_not_resolve_is_explained(small_demo: Path, host: str) -> None:
+    result = dpproxy("serve", "--config", str(small_demo), "--host", host, "--port", "0")
+    assert result.returncode == 2, result.stderr
+    assert f"dpproxy: cannot listen on {host}" in result.stderr
+    assert "Traceback" not in result.stderr and "Unknown error" not in result.stderr
+
+
+def test_serve_on_a_host_that_cannot_be_a_name_is_explained(small_demo: Path) -> None:
+    host = "a" * 64 + ".example"  # a part over 63 characters: the resolver never sees it
+    result = dpproxy("serve", "--config", str(small_demo), "--host", host, "--port", "0")
+    assert result.returncode == 2, result.stderr
+    assert f"dpproxy: --host {host} is not a valid host name" in result.stderr
+    assert "1 to 63 characters" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_demo_on_a_host_that_does_not_resolve_writes_nothing(tmp_path: Path) -> None:
+    directory = tmp_path / "demo"
+    result = dpproxy("demo", "--dir", str(directory), "--host", "nonexistent.invalid")
+    assert result.returncode == 2, result.stderr
+    assert "--host nonexistent.invalid is not an address" in result.stderr
+    assert "0.0.0.0" in result.stderr and "Traceback" not in result.stderr
+    assert not directory.exists()  # no demo with an unusable host in its configuration
+
+
+def test_a_demo_dir_that_cannot_be_a_directory_is_explained(tmp_path: Path) -> None:
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("keep me")
+    for directory, words in [
+        (a_file, "is a file, not a directory"),
+        (a_file / "demo", "cannot create it: Not a directory"),
+        (Path("/proc/forbidden"), "cannot create it"),
+    ]:
+        result = dpproxy("demo", "--dir", str(directory), "--patients", "50", "--no-serve")
+        assert result.returncode == 2, result.stderr
+        assert f"dpproxy: --dir {directory}: {words}" in result.stderr
+        assert "--dir dpproxy-demo" in result.stderr and "Traceback" not in result.stderr
+    assert a_file.read_text() == "keep me"
+
+
+def test_a_config_that_is_not_utf8_is_explained(tmp_path: Path) -> None:
+    binary = tmp_path / "binary.toml"
+    binary.write_bytes(b"\xff\xfe[server]\n")
+    for args in (["config", "check", str(binary)], ["serve", "--config", str(binary)]):
+        result = dpproxy(*args)
+        assert result.returncode == 2, result.stderr
+        assert f"dpproxy: {binary}: not a UTF-8 text file" in result.stderr
+        assert "Traceback" not in result.stderr and len(result.stderr.splitlines()) == 1
+
+
+def test_bad_analysts_and_passwords_are_refused(small_demo: Path) -> None:
+    config = ("--config", str(small_demo))
+    for name in ("*", "", "x" * 64):
+        result = dpproxy("analyst", "add", name, "--epsilon-total", "1", *config, stdin="pw\n")
+        assert result.returncode == 2 and "1 to 63 bytes" in result.stderr, result.stderr
+    result = dpproxy("passwd", stdin="pass\x00word\n")
+    assert result.returncode == 1 and "NUL character" in result.stderr and not result.stdout
+    names = [r["analyst"] for r in json.loads(dpproxy("analyst", "list", "--json", *config).stdout)]
+    assert names == ["alice", "bob"]
