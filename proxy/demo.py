@@ -8,10 +8,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import duckdb
 import psycopg
 
 from proxy.admin.common import CommandError, UsageError
-from proxy.demo_data import DemoSize, generate, load_postgres, summary, write_duckdb
+from proxy.demo_data import TABLES, DemoSize, generate, load_postgres, summary, write_duckdb
 from proxy.protocol.scram import make_verifier
 
 DATABASE_FILE = "demo.duckdb"
@@ -182,6 +183,13 @@ def prepare(
         return False
     _make_directory(directory)
     if database.exists() and not config.exists():
+        # A demo interrupted before its configuration was written is made again; any other
+        # file of that name is not ours to delete.
+        if not _holds_the_demo_tables(database):
+            raise UsageError(
+                f"--dir {directory}: {database.name} exists but is not a dpproxy demo "
+                "database; move it away, or choose another directory for the demo"
+            )
         database.unlink()
     progress = Progress()
     started = time.monotonic()
@@ -234,6 +242,16 @@ def prepare(
     sizes = ", ".join(f"{n:,} {table}" for table, n in counts.items())
     print(f"wrote {where} ({sizes}) and {config}", file=sys.stderr)
     return True
+
+
+def _holds_the_demo_tables(database: Path) -> bool:
+    """Whether ``database`` is a DuckDB file holding exactly the demo's tables."""
+    try:
+        with duckdb.connect(str(database), read_only=True) as conn:
+            found = {str(name) for (name,) in conn.execute("SHOW TABLES").fetchall()}
+    except duckdb.Error:
+        return False
+    return found == {spec.name for spec in TABLES}
 
 
 def _make_directory(directory: Path) -> None:

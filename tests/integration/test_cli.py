@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from proxy.protocol.scram import ScramExchange
@@ -234,3 +235,24 @@ def test_bad_analysts_and_passwords_are_refused(small_demo: Path) -> None:
     assert result.returncode == 1 and "NUL character" in result.stderr and not result.stdout
     names = [r["analyst"] for r in json.loads(dpproxy("analyst", "list", "--json", *config).stdout)]
     assert names == ["alice", "bob"]
+
+
+def test_demo_never_deletes_a_database_that_is_not_its_own(tmp_path: Path) -> None:
+    directory = tmp_path / "demo"
+    directory.mkdir()
+    with duckdb.connect(str(directory / "demo.duckdb")) as conn:
+        conn.execute("CREATE TABLE mine (x INTEGER)")
+        conn.execute("INSERT INTO mine VALUES (42)")
+    result = dpproxy("demo", "--dir", str(directory), "--patients", "50", "--no-serve")
+    assert result.returncode == 2, result.stderr
+    assert "demo.duckdb exists but is not a dpproxy demo database" in result.stderr
+    with duckdb.connect(str(directory / "demo.duckdb"), read_only=True) as conn:
+        assert conn.execute("SELECT x FROM mine").fetchall() == [(42,)]
+    # A demo interrupted before its configuration was written is made again.
+    (directory / "demo.duckdb").unlink()
+    assert (
+        dpproxy("demo", "--dir", str(directory), "--patients", "50", "--no-serve").returncode == 0
+    )
+    (directory / "dpproxy.toml").unlink()
+    again = dpproxy("demo", "--dir", str(directory), "--patients", "50", "--no-serve")
+    assert again.returncode == 0 and (directory / "dpproxy.toml").exists()
