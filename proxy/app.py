@@ -58,13 +58,17 @@ class DpproxyApp:
             raise QueryError(INVALID_AUTHORIZATION, f'analyst "{client.user}" is not configured')
         asker = Asker(analyst=client.user, budget=analyst.budget, address=client.address)
         logger.info("session opened for %s from %s", client.user, client.address)
-        return AnalystSession(
+        session = AnalystSession(
             self._pipeline,
             asker,
             client.parameters.get("application_name", ""),
             database=client.database,
             responders=self._responders,
         )
+        options = client.parameters.get("options", "").strip()
+        if options:
+            session.apply_startup_options(options)
+        return session
 
     def log_authentication_failure(self, client: ClientInfo, reason: str) -> None:
         logger.info("authentication failed for %r from %s: %s", client.user, client.address, reason)

@@ -435,6 +435,13 @@ class AnalystSession:
         self._parameters[name] = DEFAULT_PARAMETERS[name]
         return StatementResult(tag="RESET", parameter_status=self._report(name))
 
+    def apply_startup_options(self, options: str) -> None:
+        """The startup packet's ``options`` (libpq's PGOPTIONS, ``-c name=value`` or
+        ``--name=value``), applied as SET would; raises QueryError, which ends the
+        connection (FATAL), as PostgreSQL does for a bad option."""
+        for name, value in parse_startup_options(options):
+            self._set(name.lower(), value)
+
     def _set(self, name: str, value: str | None) -> StatementResult:
         if name == EPSILON_PARAMETER:
             self._epsilon = self._parse_epsilon(value)
@@ -544,10 +551,10 @@ class AnalystSession:
             return budget.default_per_query
         try:
             epsilon = Epsilon(value)
-        except (InvalidAmount, ValueError):
+        except (InvalidAmount, ValueError) as error:
             raise QueryError(
                 INVALID_PARAMETER_VALUE,
-                f'invalid value for {EPSILON_PARAMETER}: "{value}"',
+                f'invalid value for {EPSILON_PARAMETER}: "{value}" ({error})',
                 hint=f"use a positive number, e.g. SET {EPSILON_PARAMETER} = 0.5",
             ) from None
         if epsilon.is_zero():
@@ -657,3 +664,49 @@ def default_query_delta(budget: AnalystBudget) -> Decimal:
     thousandth of the analyst's δ (0 for a pure-ε analyst), rounded down to 1e-15."""
     share = budget.delta / DEFAULT_DELTA_FRACTION
     return share.quantize(Decimal("1e-15"), rounding="ROUND_FLOOR")
+
+
+def parse_startup_options(options: str) -> list[tuple[str, str]]:
+    """``-c name=value`` / ``-cname=value`` / ``--name=value`` pairs of a startup packet's
+    ``options``, split on spaces as PostgreSQL does (a backslash escapes the next
+    character). Raises QueryError for anything else."""
+    words: list[str] = []
+    current: list[str] = []
+    escaped = False
+    for character in options:
+        if escaped:
+            current.append(character)
+            escaped = False
+        elif character == "\\":
+            escaped = True
+        elif character.isspace():
+            if current:
+                words.append("".join(current))
+                current = []
+        else:
+            current.append(character)
+    if current:
+        words.append("".join(current))
+    pairs: list[tuple[str, str]] = []
+    index = 0
+    while index < len(words):
+        word = words[index]
+        if word == "-c" and index + 1 < len(words):
+            setting, index = words[index + 1], index + 2
+        elif word.startswith(("-c", "--")) and len(word) > 2:
+            setting, index = word[2:], index + 1
+        else:
+            raise QueryError(
+                INVALID_PARAMETER_VALUE,
+                f'invalid command-line argument for server process: "{word}"',
+                hint="dpproxy takes options of the form -c name=value (PGOPTIONS)",
+            )
+        name, equals, value = setting.partition("=")
+        if not equals or not name:
+            raise QueryError(
+                INVALID_PARAMETER_VALUE,
+                f"-c {setting} requires a value: write -c name=value",
+            )
+        # --statement-timeout=0 means statement_timeout (PostgreSQL's dashes for underscores).
+        pairs.append((name if name.startswith("dpproxy.") else name.replace("-", "_"), value))
+    return pairs
