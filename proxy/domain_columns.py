@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from proxy.backends import Schema, column_type
-from proxy.unit_columns import BLANK_PADDED, EXACT_COLLATIONS
+from proxy.unit_columns import BLANK_PADDED, EXACT_COLLATIONS, EXACT_OTHER_TYPES
 from rewriter import ColumnType, PolicyError
 from rewriter.policy import TablePolicy
 
@@ -28,9 +28,16 @@ def check_domain_columns(declared: Schema, policies: Mapping[str, TablePolicy]) 
             found = tables.get(name.lower(), {}).get(column.lower())
             if column_policy.domain is None or found is None:
                 continue
-            if column_type(found.name) is not ColumnType.TEXT:
-                continue
             where = f"[tables.{name}.columns.{column}] domain"
+            kind = column_type(found.name)
+            if kind is ColumnType.OTHER and found.name.strip().lower() not in EXACT_OTHER_TYPES:
+                raise PolicyError(
+                    f"{where}: the column is of type {found.name}, whose equality dpproxy "
+                    "cannot vouch for (citext makes 'a' equal 'A'); declare it varchar or "
+                    "text, or remove the domain"
+                )
+            if kind is not ColumnType.TEXT:
+                continue
             if found.collation is not None and found.collation.lower() not in EXACT_COLLATIONS:
                 raise PolicyError(
                     f'{where}: the column has the collation "{found.collation}", under which '

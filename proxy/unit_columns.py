@@ -22,6 +22,8 @@ from rewriter.policy import TablePolicy
 
 #: Collations that compare text byte by byte (None: the column uses the default one).
 EXACT_COLLATIONS = frozenset({"c", "posix", "binary"})
+#: Column types outside the rewriter's kinds (ColumnType.OTHER) whose equality is exact.
+EXACT_OTHER_TYPES = frozenset({"uuid"})
 #: PostgreSQL's blank-padded char(n), as information_schema names it (DuckDB has none).
 BLANK_PADDED = re.compile(r"(character|char|bpchar)(\s*\(\d+\))?", re.IGNORECASE)
 
@@ -41,9 +43,18 @@ def check_unit_columns(declared: Schema, policies: Mapping[str, TablePolicy]) ->
             ends = [(name, policy.privacy_unit)]
         for table, col in ends:
             found = tables.get(table.lower(), {}).get(col.lower())
-            if found is None or column_type(found.name) is not ColumnType.TEXT:
+            if found is None:
                 continue
             where = f'[tables.{name}] privacy_unit: column "{table}.{col}"'
+            kind = column_type(found.name)
+            if kind is ColumnType.OTHER and found.name.strip().lower() not in EXACT_OTHER_TYPES:
+                raise PolicyError(
+                    f"{where} is of type {found.name}, whose equality dpproxy cannot vouch for "
+                    "(PostgreSQL's citext, for one, makes 'a' equal 'A': one person's rows "
+                    "would count as another's); use an integer, text or uuid column"
+                )
+            if kind is not ColumnType.TEXT:
+                continue
             if found.collation is not None and found.collation.lower() not in EXACT_COLLATIONS:
                 raise PolicyError(
                     f'{where} has the collation "{found.collation}", under which different '

@@ -198,7 +198,15 @@ class _Portable:
         it compares as x would, and only finite values within ±1e308 are rounded: NaN,
         ±infinity (PostgreSQL before 14 cannot convert it to numeric) and larger values
         (whose numeric, of 15 significant digits, can exceed the largest double and fail
-        the cast back) are left as they are, as DuckDB's round leaves them."""
+        the cast back) are left as they are, as DuckDB's round leaves them.
+
+        That guard writes x three times: a round within x (round(round(cost, 1), 1)) is
+        refused on raw values, since each level would triple the SQL (12 levels: 55 MB)."""
+        if not self.cleaned and node.this.find(exp.Round) is not None:
+            raise Rejected(
+                "round(x, d) of a value that is itself rounded is not supported here",
+                hint="round once, e.g. round(cost, 1)",
+            )
         value = exp.cast(self.rewrite(node.this.copy()), exp.DataType.Type.DOUBLE)
         rounded = node.copy()
         rounded.set("this", value)

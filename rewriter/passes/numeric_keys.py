@@ -185,6 +185,14 @@ def column_interval(column: exp.Column, scope: Scope) -> Interval:
     return Interval(bounds[0], bounds[1], False)
 
 
+#: The most SQL nodes a GROUP BY key's value and check may take together.
+MAX_KEY_NODES = 5_000
+
+
+def _size(tree: exp.Expr) -> int:
+    return sum(1 for _ in tree.walk())
+
+
 @dataclass(frozen=True)
 class _Number:
     """A numeric key part, over resolved columns (cleaned only once it is checked)."""
@@ -229,6 +237,17 @@ class _Builder:
         self.conditions: dict[str, exp.Expr] = {}
 
     def number(self, node: exp.Expr) -> _Number:
+        found = self._number(node)
+        # round and trunc write their argument more than once: nested, the SQL would grow
+        # exponentially with the depth (round(round(…)), 20 levels: gigabytes).
+        if _size(found.sql) + _size(found.check) > MAX_KEY_NODES:
+            raise Rejected(
+                f"GROUP BY {_written(self.original)} is too complex to compute exactly",
+                hint="simplify the key, e.g. round once: round(cost, 1)",
+            )
+        return found
+
+    def _number(self, node: exp.Expr) -> _Number:
         if isinstance(node, exp.Paren):
             return self.number(node.this)
         if isinstance(node, exp.Column):

@@ -150,3 +150,15 @@ def test_a_group_the_domain_does_not_hold_is_not_released_and_fails_nothing() ->
     # As a NOCASE column would return it: 'a' passed the database's IN ('A', 'B').
     released = made.release([("A", 2), ("a", 1)], ZeroNoise())
     assert {row[0]: row[1] for row in released.rows} == {"A": 2, "B": 0}
+
+
+def test_a_postgres_citext_domain_column_is_refused(pg_dsn: str, pg_schema: str) -> None:
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f'CREATE EXTENSION IF NOT EXISTS citext SCHEMA "{pg_schema}"')
+    declared = _postgres_schema(
+        pg_dsn,
+        pg_schema,
+        [f'CREATE TABLE visits (patient_id bigint, department "{pg_schema}".citext)'],
+    )
+    with pytest.raises(PolicyError, match="of type USER-DEFINED"):
+        check_domain_columns(declared, POLICIES)

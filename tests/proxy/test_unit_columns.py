@@ -143,3 +143,21 @@ def test_the_schema_query_reads_collations() -> None:
     rows: list[tuple[object, ...]] = [("t", "a", "text", None, None, None, "C")]
     assert group_declared(rows)["t"]["a"].collation == "C"
     assert column_types(group_declared(rows)) == {"t": {"a": ColumnType.TEXT}}
+
+
+def test_a_postgres_citext_unit_column_is_refused(pg_dsn: str, pg_schema: str) -> None:
+    """citext is USER-DEFINED in information_schema: 'a' and 'A' are one person."""
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f'CREATE EXTENSION IF NOT EXISTS citext SCHEMA "{pg_schema}"')
+    declared = _postgres_schema(
+        pg_dsn,
+        pg_schema,
+        [
+            f'CREATE TABLE visits (patient_id "{pg_schema}".citext, department text)',
+            "CREATE TABLE patients (patient_id uuid)",
+        ],
+    )
+    assert declared["visits"]["patient_id"].name == "USER-DEFINED"
+    with pytest.raises(PolicyError, match='"visits.patient_id" is of type USER-DEFINED'):
+        check_unit_columns(declared, POLICIES)
+    check_unit_columns(declared, {"patients": POLICIES["patients"]})  # uuid compares exactly

@@ -169,3 +169,35 @@ def test_dpproxy_serve_refuses_a_path_to_a_column_that_is_not_unique(tmp_path: P
     assert result.returncode != 0
     assert "visits.department holds a value in more than one row" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_postgres_inheritance_children_are_not_covered_by_the_parents_key(
+    pg_dsn: str, pg_schema: str
+) -> None:
+    """SELECT … FROM visits reads visits_archive's rows too, which the PRIMARY KEY of
+    visits does not cover: visit 7 of two persons counted one prescription twice."""
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f'SET search_path TO "{pg_schema}"')
+        conn.execute("CREATE TABLE visits (patient_id integer, visit_id integer PRIMARY KEY)")
+        conn.execute("CREATE TABLE visits_archive () INHERITS (visits)")
+        conn.execute(PRESCRIPTIONS)
+        conn.execute("INSERT INTO visits VALUES (1, 7)")
+        conn.execute("INSERT INTO visits_archive VALUES (2, 7)")
+    backend = PostgresBackend(pg_dsn, pool_size=1, timeout_seconds=5)
+    with pytest.raises(PolicyError, match=r"nothing keeps visits\.visit_id unique"):
+        _check(backend, pg_schema)
+
+
+def test_a_postgres_partitioned_tables_key_covers_its_partitions(
+    pg_dsn: str, pg_schema: str
+) -> None:
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f'SET search_path TO "{pg_schema}"')
+        conn.execute(
+            "CREATE TABLE visits (patient_id integer, visit_id integer PRIMARY KEY) "
+            "PARTITION BY RANGE (visit_id)"
+        )
+        conn.execute("CREATE TABLE visits_low PARTITION OF visits FOR VALUES FROM (0) TO (100)")
+        conn.execute(PRESCRIPTIONS)
+    backend = PostgresBackend(pg_dsn, pool_size=1, timeout_seconds=5)
+    assert _check(backend, pg_schema) == []
