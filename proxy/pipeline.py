@@ -192,8 +192,9 @@ class Pipeline:
         if cached is not None:
             return cached
         try:
-            # In a worker thread: a long plan (a statement of many thousand terms) must not
-            # stall the other sessions, nor a shutdown.
+            # In a worker thread, so that the event loop keeps serving other sessions while
+            # a long statement (thousands of terms) is planned. Planning has no deadline of
+            # its own: the rewriter keeps its work linear in the statement's size.
             made = await asyncio.to_thread(plan, sql, self.catalog, request)
         except Rejected as rejection:
             attempt = Attempt(analyst=asker.analyst, client_address=asker.address, sql=sql)
