@@ -7,7 +7,7 @@ query is rejected as PostgreSQL would (unknown or ambiguous column, unknown tabl
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlglot import exp
 
@@ -40,6 +40,11 @@ class Join:
 @dataclass(frozen=True)
 class Scope:
     sources: tuple[Source, ...]
+    #: For each column name, the sources an unqualified name means, as check_shape.sources
+    #: found them join by join: a column ``JOIN … USING (c)`` merged counts once, as the
+    #: left table's (whose value it is after an inner or a left join). None: every source
+    #: that has the column.
+    visible: tuple[tuple[str, tuple[Source, ...]], ...] | None = field(default=None, kw_only=True)
 
     @property
     def protected(self) -> tuple[Source, ...]:
@@ -70,7 +75,8 @@ class Scope:
                     return source, source.table.column(column.name)
             raise Rejected(f'missing FROM-clause entry for table "{qualifier}"', sqlstate="42P01")
         name = column.name.lower()
-        found = [s for s in self.sources if not s.hidden and s.table.columns.get(name)]
+        candidates = self.sources if self.visible is None else dict(self.visible).get(name, ())
+        found = [s for s in candidates if not s.hidden and s.table.columns.get(name)]
         if len(found) > 1:
             raise Rejected(
                 f'column reference "{column.name}" is ambiguous',

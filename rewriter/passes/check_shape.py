@@ -331,7 +331,8 @@ def sources(
     references = [s.reference.lower() for s in sources]
     if len(set(references)) != len(references):
         raise Rejected("a table name is used twice; give each an alias", sqlstate="42712")
-    return Scope(tuple(sources)), tuple(joins)
+    visible = tuple((name, tuple(found)) for name, found in left.items())
+    return Scope(tuple(sources), visible=visible), tuple(joins)
 
 
 def _source(node: exp.Expr, catalog: Catalog, generated: str) -> Source:

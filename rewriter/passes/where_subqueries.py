@@ -193,7 +193,7 @@ class WhereSubqueries:
         _check_clauses(expanded, where)
         self._count += 1
         own, joins = sources(expanded, catalog, f"{self._prefix}{self._count}_")
-        inner = NestedScope(own.sources, outer=scope)
+        inner = NestedScope(own.sources, outer=scope, visible=own.visible)
         if inner.protected and form == "scalar":
             raise Rejected(
                 f'a scalar subquery over protected table "{inner.protected[0].table.name}" '

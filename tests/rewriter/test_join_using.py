@@ -231,3 +231,20 @@ def test_using_columns_are_found_as_postgresql_finds_them(
         plan(sql, LOOKUPS, PlanRequest(1.0))
     assert caught.value.sqlstate == sqlstate
     assert words in caught.value.message
+
+
+def test_an_unqualified_merged_column_is_the_left_tables_as_in_postgresql() -> None:
+    """After JOIN … USING (c), an unqualified c is the merged column (it was refused as
+    ambiguous); a column both tables have that USING did not merge stays ambiguous."""
+    assert _lookups(
+        "SELECT department, COUNT(*) FROM visits v LEFT JOIN wards w USING (department) "
+        "WHERE department <> 'B' GROUP BY department"
+    ) == _lookups(
+        "SELECT v.department, COUNT(*) FROM visits v LEFT JOIN wards w USING (department) "
+        "WHERE v.department <> 'B' GROUP BY v.department"
+    )
+    with pytest.raises(Rejected, match='column reference "department" is ambiguous'):
+        _lookups(
+            "SELECT COUNT(*) FROM visits v LEFT JOIN wards w ON v.department = w.department "
+            "WHERE department <> 'B'"
+        )
