@@ -204,7 +204,7 @@ class _Portable:
         refused on raw values, since each level would triple the SQL (12 levels: 55 MB)."""
         if not self.cleaned and node.this.find(exp.Round) is not None:
             raise Rejected(
-                "round(x, d) of a value that is itself rounded is not supported here",
+                "round(x, d) of a value that is itself rounded is supported only inside aggregates",
                 hint="round once, e.g. round(cost, 1)",
             )
         value = exp.cast(self.rewrite(node.this.copy()), exp.DataType.Type.DOUBLE)
