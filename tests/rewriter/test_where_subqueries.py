@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rewriter import Catalog, PlanRequest, Rejected, build_catalog, plan
+from rewriter import Catalog, ColumnType, PlanRequest, Rejected, TablePolicy, build_catalog, plan
 from tests.rewriter import reference, tables
 from tests.rewriter.coupling import in_key_order, sensitivity
 from tests.rewriter.tables import SAMPLE_ROWS, catalog, duckdb_with, load_postgres
@@ -670,3 +670,35 @@ def test_ambiguous_column_in_a_correlated_subquery_must_be_qualified() -> None:
     )
     assert error.sqlstate == "42702"
     assert "qualify it" in error.message
+
+
+def test_a_timestamp_in_a_tied_subquerys_dates_is_refused() -> None:
+    """e.ts IN (SELECT x.d …) made DuckDB convert each date to a timestamp, which fails
+    on a date beyond year 294276: one person's row decided whether the query failed, after
+    its charge (review). Refused, as check_types refuses d < ts."""
+    kinds = {
+        "id": ColumnType.INTEGER,
+        "pid": ColumnType.INTEGER,
+        "d": ColumnType.DATE,
+        "ts": ColumnType.TIMESTAMP,
+    }
+    dated = build_catalog(
+        {"e": kinds}, {"e": TablePolicy(privacy_unit="pid", max_rows_per_unit=2)}, schema="main"
+    )
+    sql = "SELECT COUNT(*) FROM e WHERE e.ts IN (SELECT x.d FROM e x WHERE x.pid = e.pid)"
+    with pytest.raises(Rejected, match="compares a timestamp with a date column"):
+        plan(sql, dated, PlanRequest(1.0))
+    # The same comparison with a date literal inside is fine.
+    made = plan(
+        "SELECT COUNT(*) FROM e WHERE e.ts IN (SELECT DATE '2020-01-01' FROM e x "
+        "WHERE x.pid = e.pid)",
+        dated,
+        PlanRequest(1.0),
+    )
+    conn = duckdb.connect()
+    conn.execute("CREATE TABLE e (id BIGINT, pid BIGINT, d DATE, ts TIMESTAMP)")
+    conn.execute(
+        "INSERT INTO e VALUES (1, 1, '2020-01-01', '2020-01-01'), "
+        "(2, 2, '300000-01-01', '2020-01-01')"
+    )
+    conn.execute(made.sql).fetchall()
