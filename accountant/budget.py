@@ -62,6 +62,8 @@ class NanoAmount:
             raise InvalidAmount(
                 f"{cls.SYMBOL} must be a number such as 0.5, not {type(value).__name__}"
             )
+        if isinstance(value, str) and "_" in value:  # Decimal would read 0_5 as 5
+            raise InvalidAmount(f"{cls.SYMBOL} must be a number such as 0.5, not {value!r}")
         try:
             exact = (
                 Decimal(str(value).strip()) if isinstance(value, str | float) else Decimal(value)
@@ -344,6 +346,8 @@ def parse_delta(value: object) -> Decimal:
     """δ as an exact Decimal in [0, 1e-3]: 0 means pure ε only (no Gaussian answers)."""
     if isinstance(value, bool) or not isinstance(value, str | int | float | Decimal):
         raise InvalidAmount(f"δ must be a number such as 1e-6, not {type(value).__name__}")
+    if isinstance(value, str) and "_" in value:  # Decimal would read 1_0e-7 as 1e-6
+        raise InvalidAmount(f"δ must be a number such as 1e-6, not {value!r}")
     try:
         exact = Decimal(str(value).strip()) if isinstance(value, str | float) else Decimal(value)
     except InvalidOperation:

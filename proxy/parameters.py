@@ -101,12 +101,25 @@ def prepare(sql: str, declared: Sequence[int]) -> ParsedStatement:
         # sqlglot found other placeholders than PostgreSQL's rules do (it reads "@1" as
         # one, and "SELECT 1 $1" as an alias): binding its reading could change the SQL.
         raise QueryError(SYNTAX_ERROR, CANNOT_READ, hint=CANNOT_READ_HINT)
+    for node in nodes:
+        if isinstance(node.parent, _NAME_PLACES):
+            # FROM $1, visits.$1: PostgreSQL takes a parameter for a value only; bound as
+            # text, it would become a name.
+            raise QueryError(
+                SYNTAX_ERROR,
+                f'syntax error at or near "${_number(node)}"',
+                hint="a parameter stands for a value, never for a table or column name",
+            )
     placeholders = _placeholders(tree)
     types = [declared[i] if i < len(declared) else 0 for i in range(count)]
     for index, node in placeholders.items():
         if types[index - 1] == 0:
             types[index - 1] = _infer(node)
     return ParsedStatement(sql, tree, tuple(types))
+
+
+#: Where a placeholder would stand for a name, not a value.
+_NAME_PLACES = (exp.Table, exp.Column, exp.Dot, exp.TableAlias, exp.Identifier)
 
 
 def _parse(text: str) -> exp.Expr:

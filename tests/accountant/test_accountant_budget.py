@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
 from accountant import AccountantError, AnalystBudget, Epsilon, InvalidAmount
+from accountant.budget import parse_delta
 
 
 def test_ten_tenths_make_exactly_one() -> None:
@@ -182,3 +183,12 @@ def test_budget_is_frozen_and_usable_in_settings() -> None:
         settings.budgets["alice"].total = Epsilon(100)  # type: ignore[misc]
     schema = Settings.model_json_schema()
     assert "AnalystBudget" in schema["$defs"]
+
+
+@pytest.mark.parametrize("text", ["0_5", "1_0e-1", " 1_0 "])
+def test_digit_separators_are_not_numbers(text: str) -> None:
+    """Python's Decimal reads 0_5 as 5; PostgreSQL refuses it: so does dpproxy."""
+    with pytest.raises(InvalidAmount, match="must be a number"):
+        Epsilon(text)
+    with pytest.raises(InvalidAmount, match="must be a number"):
+        parse_delta("1_0e-7")

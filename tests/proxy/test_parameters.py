@@ -319,3 +319,14 @@ def test_only_the_real_placeholder_is_bound(inside: str, comment: str) -> None:
     first, second = tree.expressions
     assert isinstance(first, sqlglot.exp.Literal) and first.this == inside
     assert isinstance(second, sqlglot.exp.Literal) and second.this == "value"
+
+
+@pytest.mark.parametrize(
+    "sql", ["SELECT COUNT(*) FROM $1", "SELECT COUNT(*) FROM visits WHERE visits.$1 > 2"]
+)
+def test_a_parameter_never_stands_for_a_name(sql: str) -> None:
+    """PostgreSQL takes $n for a value only; bound as text, FROM $1 with 'VISITS' read the
+    table visits (review)."""
+    with pytest.raises(QueryError, match=r'syntax error at or near "\$1"') as caught:
+        parameters.prepare(sql, [])
+    assert caught.value.sqlstate == "42601"
