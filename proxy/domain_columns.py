@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from proxy.backends import Schema, column_type
-from proxy.unit_columns import BLANK_PADDED, EXACT_COLLATIONS, EXACT_OTHER_TYPES
+from proxy.unit_columns import BLANK_PADDED, inexact_equality
 from rewriter import ColumnType, PolicyError
 from rewriter.policy import TablePolicy
 
@@ -28,24 +28,18 @@ def check_domain_columns(declared: Schema, policies: Mapping[str, TablePolicy]) 
             found = tables.get(name.lower(), {}).get(column.lower())
             if column_policy.domain is None or found is None:
                 continue
-            where = f"[tables.{name}.columns.{column}] domain"
-            kind = column_type(found.name)
-            if kind is ColumnType.OTHER and found.name.strip().lower() not in EXACT_OTHER_TYPES:
+            where = f"[tables.{name}.columns.{column}] domain: the column"
+            problem = inexact_equality(found)
+            if problem is not None:
                 raise PolicyError(
-                    f"{where}: the column is of type {found.name}, whose equality dpproxy "
-                    "cannot vouch for (citext makes 'a' equal 'A'); declare it varchar or "
-                    "text, or remove the domain"
+                    f"{where} {problem}, so values other than the domain's would match it; "
+                    'declare it varchar or text with the default collation or COLLATE "C", '
+                    "or remove the domain"
                 )
-            if kind is not ColumnType.TEXT:
-                continue
-            if found.collation is not None and found.collation.lower() not in EXACT_COLLATIONS:
+            if column_type(found.name) is ColumnType.TEXT and BLANK_PADDED.fullmatch(
+                found.name.strip()
+            ):
                 raise PolicyError(
-                    f'{where}: the column has the collation "{found.collation}", under which '
-                    "values other than the domain's compare equal to them; declare it with "
-                    'the default collation or COLLATE "C", or remove the domain'
-                )
-            if BLANK_PADDED.fullmatch(found.name.strip()):
-                raise PolicyError(
-                    f"{where}: the column is a blank-padded {found.name}, whose values come "
+                    f"{where} is a blank-padded {found.name}, whose values come "
                     "back padded with spaces; declare it varchar or text, or remove the domain"
                 )

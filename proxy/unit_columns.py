@@ -28,6 +28,26 @@ EXACT_OTHER_TYPES = frozenset({"uuid"})
 BLANK_PADDED = re.compile(r"(character|char|bpchar)(\s*\(\d+\))?", re.IGNORECASE)
 
 
+def inexact_equality(found: DeclaredType) -> str | None:
+    """Why the database's equality on a column of this declared type could hold between
+    different values (ending a sentence that names the column), or None: a type dpproxy
+    cannot vouch for (PostgreSQL's citext), or text under a non-byte-wise collation."""
+    kind = column_type(found.name)
+    if kind is ColumnType.OTHER and found.name.strip().lower() not in EXACT_OTHER_TYPES:
+        return (
+            f"is of type {found.name}, whose equality dpproxy cannot vouch for "
+            "(PostgreSQL's citext, for one, makes 'a' equal 'A')"
+        )
+    collation = found.collation
+    if (
+        kind is ColumnType.TEXT
+        and collation is not None
+        and collation.lower() not in EXACT_COLLATIONS
+    ):
+        return f'has the collation "{collation}", under which different values can be equal'
+    return None
+
+
 def check_unit_columns(declared: Schema, policies: Mapping[str, TablePolicy]) -> None:
     """Raise PolicyError naming the first unit or foreign-key column that the database
     could compare inexactly."""
@@ -46,22 +66,14 @@ def check_unit_columns(declared: Schema, policies: Mapping[str, TablePolicy]) ->
             if found is None:
                 continue
             where = f'[tables.{name}] privacy_unit: column "{table}.{col}"'
-            kind = column_type(found.name)
-            if kind is ColumnType.OTHER and found.name.strip().lower() not in EXACT_OTHER_TYPES:
+            problem = inexact_equality(found)
+            if problem is not None:
                 raise PolicyError(
-                    f"{where} is of type {found.name}, whose equality dpproxy cannot vouch for "
-                    "(PostgreSQL's citext, for one, makes 'a' equal 'A': one person's rows "
-                    "would count as another's); use an integer, text or uuid column"
+                    f"{where} {problem} (one person's rows would count as another's); use "
+                    'an integer, uuid or text column with the default collation or COLLATE "C"'
                 )
-            if kind is not ColumnType.TEXT:
-                continue
-            if found.collation is not None and found.collation.lower() not in EXACT_COLLATIONS:
-                raise PolicyError(
-                    f'{where} has the collation "{found.collation}", under which different '
-                    "values can be equal (one person's rows would count as another's); "
-                    'declare it with the default collation or COLLATE "C"'
-                )
-            texts.append((f"{table}.{col}", found))
+            if column_type(found.name) is ColumnType.TEXT:
+                texts.append((f"{table}.{col}", found))
     padded = [t for t in texts if BLANK_PADDED.fullmatch(t[1].name.strip())]
     if padded and len({(d.name.lower(), d.length) for _, d in texts}) > 1:
         raise PolicyError(
