@@ -7,6 +7,7 @@ query is rejected as PostgreSQL would (unknown or ambiguous column, unknown tabl
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from sqlglot import exp
@@ -44,7 +45,9 @@ class Scope:
     #: found them join by join: a column ``JOIN … USING (c)`` merged counts once, as the
     #: left table's (whose value it is after an inner or a left join). None: every source
     #: that has the column.
-    visible: tuple[tuple[str, tuple[Source, ...]], ...] | None = field(default=None, kw_only=True)
+    visible: Mapping[str, tuple[Source, ...]] | None = field(
+        default=None, kw_only=True, hash=False, compare=False
+    )
 
     @property
     def protected(self) -> tuple[Source, ...]:
@@ -75,7 +78,7 @@ class Scope:
                     return source, source.table.column(column.name)
             raise Rejected(f'missing FROM-clause entry for table "{qualifier}"', sqlstate="42P01")
         name = column.name.lower()
-        candidates = self.sources if self.visible is None else dict(self.visible).get(name, ())
+        candidates = self.sources if self.visible is None else self.visible.get(name, ())
         found = [s for s in candidates if not s.hidden and s.table.columns.get(name)]
         if len(found) > 1:
             raise Rejected(

@@ -331,7 +331,7 @@ def sources(
     references = [s.reference.lower() for s in sources]
     if len(set(references)) != len(references):
         raise Rejected("a table name is used twice; give each an alias", sqlstate="42712")
-    visible = tuple((name, tuple(found)) for name, found in left.items())
+    visible = {name: tuple(found) for name, found in left.items()}
     return Scope(tuple(sources), visible=visible), tuple(joins)
 
 
