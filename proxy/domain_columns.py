@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from proxy.backends import Schema, column_type
+from proxy.backends import Schema, column_type, find_declared
 from proxy.unit_columns import BLANK_PADDED, inexact_equality
 from rewriter import ColumnType, PolicyError
 from rewriter.policy import TablePolicy
@@ -22,12 +22,12 @@ from rewriter.policy import TablePolicy
 def check_domain_columns(declared: Schema, policies: Mapping[str, TablePolicy]) -> None:
     """Raise PolicyError naming the first column with a domain that the database could
     compare inexactly."""
-    tables = {t.lower(): {c.lower(): d for c, d in cols.items()} for t, cols in declared.items()}
     for name, policy in policies.items():
         for column, column_policy in policy.columns.items():
-            found = tables.get(name.lower(), {}).get(column.lower())
-            if column_policy.domain is None or found is None:
+            located = find_declared(declared, name, column)
+            if column_policy.domain is None or located is None:
                 continue
+            found = located[2]
             where = f"[tables.{name}.columns.{column}] domain: the column"
             problem = inexact_equality(found)
             if problem is not None:

@@ -81,17 +81,17 @@ async def run(settings: Settings, on_ready: Callable[[int], None]) -> None:
     backend = open_backend(settings.backend)
     ledger: AsyncLedger | None = None
     try:
-        declared = await backend.schema_declared(settings.backend.schema_or_default)
+        schema = settings.backend.schema_or_default
+        declared = await backend.schema_declared(schema)
         catalog = build_catalog(
             column_types(declared),
             settings.tables,
-            schema=settings.backend.schema_or_default,
+            schema=schema,
             digits=column_digits(declared),
             finite_decimals=backend.finite_decimals,
         )
         check_unit_columns(declared, settings.tables)
         check_domain_columns(declared, settings.tables)
-        schema = settings.backend.schema_or_default
         for note in await check_unit_keys(backend, schema, declared, settings.tables):
             logger.info("%s", note)
         ledger = AsyncLedger(settings.state.location)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from proxy.backends import DeclaredType, Schema, column_type
+from proxy.backends import DeclaredType, Schema, column_type, find_declared
 from rewriter import ColumnType, PolicyError
 from rewriter.policy import TablePolicy
 
@@ -51,7 +51,6 @@ def inexact_equality(found: DeclaredType) -> str | None:
 def check_unit_columns(declared: Schema, policies: Mapping[str, TablePolicy]) -> None:
     """Raise PolicyError naming the first unit or foreign-key column that the database
     could compare inexactly."""
-    tables = {t.lower(): {c.lower(): d for c, d in cols.items()} for t, cols in declared.items()}
     texts: list[tuple[str, DeclaredType]] = []
     for name, policy in policies.items():
         if policy.public or policy.privacy_unit is None:
@@ -62,9 +61,10 @@ def check_unit_columns(declared: Schema, policies: Mapping[str, TablePolicy]) ->
         else:
             ends = [(name, policy.privacy_unit)]
         for table, col in ends:
-            found = tables.get(table.lower(), {}).get(col.lower())
-            if found is None:
+            located = find_declared(declared, table, col)
+            if located is None:
                 continue
+            found = located[2]
             where = f'[tables.{name}] privacy_unit: column "{table}.{col}"'
             problem = inexact_equality(found)
             if problem is not None:

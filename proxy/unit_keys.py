@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from proxy.backends import Backend, KeyCheck, Schema
+from proxy.backends import Backend, KeyCheck, Schema, find_declared
 from rewriter import PolicyError
 from rewriter.policy import TablePolicy
 
@@ -23,7 +23,6 @@ async def check_unit_keys(
 ) -> list[str]:
     """Raise PolicyError for the first foreign-key path whose referenced column may hold a
     value twice; return notes for the log on the columns found unique by their rows."""
-    names = {t.lower(): (t, {c.lower(): c for c in cols}) for t, cols in declared.items()}
     notes: list[str] = []
     for name, policy in policies.items():
         link = None if policy.public else policy.unit_link
@@ -31,10 +30,10 @@ async def check_unit_keys(
             continue
         _, target, referenced = link
         where = f'[tables.{name}] privacy_unit = "{policy.privacy_unit}"'
-        table, columns = names.get(target.lower(), (None, {}))
-        column = columns.get(referenced.lower())
-        if table is None or column is None:
+        located = find_declared(declared, target, referenced)
+        if located is None:
             raise PolicyError(f"{where}: the database has no column {target}.{referenced}")
+        table, column, _ = located
         found = await backend.key_check(schema, table, column)
         if found is KeyCheck.DUPLICATED:
             raise PolicyError(

@@ -142,6 +142,18 @@ def group_declared(rows: list[tuple[object, ...]]) -> dict[str, dict[str, Declar
     return tables
 
 
+def find_declared(schema: Schema, table: str, column: str) -> tuple[str, str, DeclaredType] | None:
+    """``table.column`` as the database spells them, and its declared type, matched without
+    regard to case as the catalog matches policies; None if the schema has no such column."""
+    for table_name, columns in schema.items():
+        if table_name.lower() != table.lower():
+            continue
+        for column_name, declared in columns.items():
+            if column_name.lower() == column.lower():
+                return table_name, column_name, declared
+    return None
+
+
 def column_types(schema: Schema) -> dict[str, dict[str, ColumnType]]:
     """table -> column -> the rewriter's coarse ColumnType."""
     return {
