@@ -39,14 +39,15 @@ _OIDS: tuple[tuple[str, int, int], ...] = (
 )
 
 
+FAILED_ON_NOISY_VALUES = "a function or operator failed on the noisy values"
+
+
 class PostProcessError(Exception):
     """The post-query failed (e.g. a cast of a noisy count to smallint). ``str()`` is
     DuckDB's text, for the audit log and the server log; ``reason`` says what failed in
     words for the analyst, without the engine's text or the internal SQL."""
 
-    def __init__(
-        self, text: str, reason: str = "a function or operator failed on the noisy values"
-    ) -> None:
+    def __init__(self, text: str, reason: str = FAILED_ON_NOISY_VALUES) -> None:
         super().__init__(text)
         self.reason = reason
 
@@ -54,7 +55,7 @@ class PostProcessError(Exception):
 def _reason(error: duckdb.Error) -> str:
     if isinstance(error, (duckdb.ConversionException, duckdb.OutOfRangeException)):
         return "a noisy value did not fit its type (a CAST to a narrower type, or out of range)"
-    return "a function or operator failed on the noisy values"
+    return FAILED_ON_NOISY_VALUES
 
 
 @dataclass(frozen=True)
