@@ -14,26 +14,9 @@ from accountant import Attempt, Cost, Decision, Epsilon, Rho, StateStore
 from proxy.admin.config import SCHEMA_FILE, schema_text
 from proxy.cli import main
 from proxy.protocol.scram import ScramExchange
-from tests.integration.server import write_config
+from tests.admin.cli import run
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def config(tmp_path: Path) -> Path:
-    return write_config(tmp_path, backend="")
-
-
-def run(
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
-    *args: str,
-    stdin: str = "",
-) -> tuple[int, str, str]:
-    monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_analysts_and_budgets(

@@ -4,7 +4,6 @@ rule, exit status 2 for a bad command line or configuration, and nothing changed
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import re
 import tomllib
@@ -16,34 +15,13 @@ from accountant import AdminChange, AnalystBudget, Decision, Epsilon, StateStore
 from accountant.analysts import InvalidAnalystName
 from proxy.cli import build_parser, main
 from proxy.demo import toml_escape
-from tests.integration.server import write_config
+from tests.admin.cli import run
 
 ROOT = Path(__file__).resolve().parents[2]
 ADMIN_DOC = (ROOT / "docs" / "admin.md").read_text()
 README = (ROOT / "README.md").read_text()
 NAME_RULE = "an analyst name is 1 to 63 bytes of UTF-8"
 SMALLEST = "below the smallest ε dpproxy keeps, 0.000000001 (1e-9)"
-
-
-@pytest.fixture
-def config(tmp_path: Path) -> Path:
-    return write_config(tmp_path, backend="")
-
-
-def run(
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
-    *args: str,
-    stdin: str = "",
-) -> tuple[int, str, str]:
-    """The exit status, stdout and stderr of ``dpproxy ARGS``; argparse's errors included."""
-    monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
-    try:
-        code = main(list(args))
-    except SystemExit as exit_:
-        code = exit_.code if isinstance(exit_.code, int) else 1
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def analysts(config: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, dict[str, str]]:
