@@ -39,6 +39,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from rewriter.catalog import ColumnType
+from rewriter.exact_sums import ExactSum, exact_sums
 from rewriter.passes.bias_checks import CheckSpec, inner_selects, person_selects, totals
 from rewriter.passes.check_joins import JoinBounds
 from rewriter.passes.group_keys import DomainValue, GroupKey
@@ -85,11 +86,8 @@ def bounded_query(
     selects: list[exp.Expr] = [exp.alias_(unit_ref.copy(), UNIT_COLUMN, quoted=True)]
     selects.extend(exp.alias_(k.expression.copy(), k.name, quoted=True) for k in keys)
     binned = [m for m in measurements if m.kind is MeasureKind.BINS]
-    for m in measurements:
-        if m.kind is MeasureKind.BINS:
-            selects.extend(_bin_counts(m))
-        else:
-            selects.append(exp.alias_(_partial(m, scope), m.key, quoted=True, copy=False))
+    exact = exact_sums(measurements, scope, lambda condition: clean(condition, scope))
+    selects.extend(_partials(measurements, scope, exact))
     selects.extend(inner_selects(checks))
     if keys:
         # A random draw per (unit, group), independent of the data, to choose the groups.
@@ -156,15 +154,7 @@ def bounded_query(
         source = exp.alias_(ranked.subquery(copy=False), RANKED_ALIAS, quoted=True, copy=False)
 
     outer = exp.select(*(_col(k.name, per_unit) for k in keys))
-    for m in measurements:
-        if m.kind is MeasureKind.BINS:
-            if m.bins is None:
-                raise ValueError("a quantile measurement needs bins")
-            bins = [_total(_col(f"{m.key}_{j}", per_unit), m) for j in range(m.bins.count)]
-            value: exp.Expr = exp.Array(expressions=bins)
-        else:
-            value = _total(_col(m.key, per_unit), m)
-        outer = outer.select(exp.alias_(value, m.key, quoted=True, copy=False), copy=False)
+    outer = outer.select(*_totals(measurements, per_unit, exact), copy=False)
     counted = totals(
         checks,
         per_unit=per_unit,
@@ -185,6 +175,41 @@ def bounded_query(
             *(_col(k.name, per_unit) for k in keys), copy=False
         )
     return outer
+
+
+def _partials(
+    measurements: tuple[MeasurementSpec, ...], scope: Scope, exact: dict[str, ExactSum]
+) -> list[exp.Expr]:
+    """The per-unit query's columns of the measurements."""
+    selects: list[exp.Expr] = []
+    for m in measurements:
+        if m.kind is MeasureKind.BINS:
+            selects.extend(_bin_counts(m))
+        elif m.key in exact:  # DECIMAL arithmetic: summed exactly, on the grid per unit
+            selects.extend(exact[m.key].inner(m.key))
+        else:
+            selects.append(exp.alias_(_partial(m, scope), m.key, quoted=True, copy=False))
+    return selects
+
+
+def _totals(
+    measurements: tuple[MeasurementSpec, ...], per_unit: str, exact: dict[str, ExactSum]
+) -> list[exp.Expr]:
+    """The outer query's columns: each measurement's total over units, per group."""
+    selects: list[exp.Expr] = []
+    for m in measurements:
+        if m.kind is MeasureKind.BINS:
+            if m.bins is None:
+                raise ValueError("a quantile measurement needs bins")
+            bins = [_total(_col(f"{m.key}_{j}", per_unit), m) for j in range(m.bins.count)]
+            value: exp.Expr = exp.Array(expressions=bins)
+        elif m.key in exact:  # each unit's steps lie within its limits already
+            steps = exact[m.key].steps(m.key, per_unit)
+            value = exp.Coalesce(this=exp.Sum(this=steps), expressions=[exp.Literal.number(0)])
+        else:
+            value = _total(_col(m.key, per_unit), m)
+        selects.append(exp.alias_(value, m.key, quoted=True, copy=False))
+    return selects
 
 
 def _total(partial: exp.Column, m: MeasurementSpec) -> exp.Expr:

@@ -15,6 +15,7 @@ NULL cast to a type) and not volatile (``RANDOM()``, which the rewriter adds its
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from sqlglot import exp
@@ -84,9 +85,34 @@ def evaluation_sql(found: tuple[Constant, ...]) -> str:
 
 
 def _plain(node: exp.Expr) -> bool:
-    """A literal that cannot fail: a negated number, or NULL cast to a type."""
+    """A literal that cannot fail: a negated number, NULL cast to a type, or a number that
+    its type holds cast to DOUBLE or DECIMAL (what the rewriter writes for its grids)."""
     if isinstance(node, exp.Paren):
         return _plain(node.this)
     if isinstance(node, exp.Neg):
-        return isinstance(node.this, exp.Literal) and not node.this.is_string
-    return isinstance(node, exp.Cast) and isinstance(node.this, exp.Null)
+        return _plain(node.this) if isinstance(node.this, exp.Cast) else _number(node.this)
+    if not isinstance(node, exp.Cast):
+        return False
+    if isinstance(node.this, exp.Null):
+        return True
+    found = _DIGITS.fullmatch(node.this.this) if _number(node.this) else None
+    if found is None:
+        return False
+    whole, places = len(found.group(1).lstrip("0")), len(found.group(2) or "")
+    if node.to.is_type(exp.DataType.Type.DOUBLE):
+        return whole <= _DOUBLE_DIGITS
+    if node.to.is_type(exp.DataType.Type.DECIMAL):
+        params = [p.name for p in node.to.expressions]
+        if len(params) != 2 or not all(p.isdigit() for p in params):
+            return False
+        precision, scale = int(params[0]), int(params[1])
+        return places <= scale and whole <= precision - scale
+    return False
+
+
+def _number(node: exp.Expr) -> bool:
+    return isinstance(node, exp.Literal) and not node.is_string
+
+
+_DIGITS = re.compile(r"(\d+)(?:\.(\d*))?")
+_DOUBLE_DIGITS = 300  # a number below 10^300 is a finite DOUBLE

@@ -7,9 +7,10 @@ from __future__ import annotations
 import duckdb
 import psycopg
 import pytest
+import sqlglot
 
 from rewriter import PlanRequest, plan
-from rewriter.passes.constants import evaluation_sql
+from rewriter.passes.constants import constants, evaluation_sql
 from tests.rewriter.tables import Row, catalog, duckdb_with, load_postgres
 
 CATALOG = catalog("main")
@@ -78,3 +79,25 @@ def test_the_constants_are_the_largest_computed_parts(sql: str, expected: list[s
     made = plan(sql, CATALOG, PlanRequest(1.0))
     assert sorted(c.written for c in made.constants) == sorted(expected)
     duckdb.connect().execute(evaluation_sql(made.constants) if made.constants else "SELECT 1")
+
+
+@pytest.mark.parametrize(
+    ("cast", "recorded"),
+    [
+        # A number its type holds, cast to DOUBLE or DECIMAL, cannot fail: the rewriter
+        # writes such casts for its grids and exact sums, and leaves them unevaluated.
+        ("CAST(16384.0 AS DOUBLE)", False),
+        ("CAST(0.05 AS DECIMAL(18, 2))", False),
+        ("-CAST(12 AS DECIMAL(3, 0))", False),
+        ("CAST(0.125 AS DECIMAL(18, 2))", True),  # more places than the type has
+        ("CAST(1000 AS DECIMAL(4, 2))", True),  # fails: too many digits
+        ("CAST(1e5 AS DOUBLE)", True),
+        ("CAST('1' AS DECIMAL(18, 2))", True),  # text
+    ],
+)
+def test_casts_of_numbers_their_type_holds_are_not_evaluated(cast: str, recorded: bool) -> None:
+    tree = sqlglot.parse_one(f"SELECT x * {cast} FROM t", read="duckdb")
+    found = constants(tree, "duckdb")
+    assert bool(found) is recorded
+    if not recorded:
+        duckdb.connect().execute(f"SELECT {cast}").fetchall()  # indeed cannot fail
