@@ -57,24 +57,35 @@ class DpproxyApp:
         if analyst is None:
             raise QueryError(INVALID_AUTHORIZATION, f'analyst "{client.user}" is not configured')
         asker = Asker(analyst=client.user, budget=analyst.budget, address=client.address)
-        logger.info("session opened for %s from %s", client.user, client.address)
         session = AnalystSession(
-            self._pipeline,
-            asker,
-            client.parameters.get("application_name", ""),
-            database=client.database,
-            responders=self._responders,
+            self._pipeline, asker, "", database=client.database, responders=self._responders
         )
-        options = client.parameters.get("options", "").strip()
-        if options:
-            session.apply_startup_options(options)
+        # Every startup parameter is a setting, as in PostgreSQL (a bad one: FATAL).
+        session.apply_startup_parameters(client.parameters)
+        logger.info("session opened for %s from %s", client.user, client.address)
         return session
 
     def log_authentication_failure(self, client: ClientInfo, reason: str) -> None:
         logger.info("authentication failed for %r from %s: %s", client.user, client.address, reason)
         attempt = Attempt(analyst=client.user, client_address=client.address, sql="")
         task = asyncio.get_running_loop().create_task(
-            self._pipeline.ledger.refuse(attempt, Decision.AUTH_FAILED, reason, None)
+            self._record_authentication_failure(attempt, reason)
         )
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+    async def _record_authentication_failure(self, attempt: Attempt, reason: str) -> None:
+        """The audit record of a failed login, written in the background (the client has
+        its answer already): a state store that cannot take it (locked, unreachable) is
+        logged in one line, never left as an unretrieved task exception."""
+        try:
+            await self._pipeline.ledger.refuse(attempt, Decision.AUTH_FAILED, reason, None)
+        except AccountantError as error:
+            logger.error(
+                "the failed login of %r from %s is missing from the audit log: %s",
+                attempt.analyst,
+                attempt.client_address,
+                error,
+            )
+        except Exception:  # a bug: its traceback, once, rather than an unretrieved exception
+            logger.exception("cannot audit the failed login of %r", attempt.analyst)

@@ -16,6 +16,13 @@ from proxy.backends import CancelToken
 from proxy.pipeline import Asker, Pipeline, Report
 from proxy.responders import SHOW_ALL_COLUMNS, Responder, SessionContext, show_all
 from proxy.seam import ColumnDescription, Notice, QueryError, StatementResult, TransactionStatus
+from proxy.set_values import (
+    checked_parameter,
+    clean_application_name,
+    on_off,
+    parse_bool,
+    read_set,
+)
 from proxy.sqlstate import (
     ACTIVE_SQL_TRANSACTION,
     CANT_CHANGE_RUNTIME_PARAM,
@@ -82,13 +89,12 @@ READ_ONLY_PARAMETERS = frozenset(
     | {"server_version_num", "max_identifier_length", "is_superuser", "in_hot_standby"}
     | {"default_table_access_method"}
 )
-FIXED_VALUES = {
-    "client_encoding": {"utf8", "unicode", "utf-8"},
-    "standard_conforming_strings": {"on", "true", "1"},
-}
+# Sent to the client (ParameterStatus) when they change, under PostgreSQL's names.
 REPORTED_PARAMETERS = {
     "application_name": "application_name",
+    "client_encoding": "client_encoding",
     "datestyle": "DateStyle",
+    "default_transaction_read_only": "default_transaction_read_only",
     "timezone": "TimeZone",
     "intervalstyle": "IntervalStyle",
 }
@@ -128,7 +134,7 @@ class AnalystSession:
         self._responders = responders
         self._status = TransactionStatus.IDLE
         self._parameters = dict(DEFAULT_PARAMETERS)
-        self._parameters["application_name"] = application_name
+        self._parameters["application_name"] = clean_application_name(application_name)
         self._epsilon: Epsilon = asker.budget.default_per_query
         self._mechanism: Mechanism = asker.budget.mechanism
         self._delta: Decimal = default_query_delta(asker.budget)
@@ -140,6 +146,9 @@ class AnalystSession:
         self._begun: _Settings | None = None
         self._kept: _Settings | None = None
         self._savepoints: list[_Savepoint] = []
+        # What RESET, SET ... TO DEFAULT and DISCARD ALL go back to: the settings the
+        # session started with, startup parameters included (as in PostgreSQL).
+        self._defaults = self._settings()
 
     @property
     def transaction_status(self) -> TransactionStatus:
@@ -226,6 +235,8 @@ class AnalystSession:
             return StatementResult(tag="", empty=True)
         statement = self._recognize(sql)
         if statement is not None:
+            if statement.kind is Kind.SET and statement.name != "transaction":
+                statement = read_set(sql, statement, _KNOWN_PARAMETERS)
             if statement.kind is Kind.SHOW and statement.name == BUDGET_PARAMETER:
                 return await self._show_budget()
             return self._session_statement(statement)
@@ -335,7 +346,8 @@ class AnalystSession:
                     raise QueryError(
                         ACTIVE_SQL_TRANSACTION, "DISCARD ALL cannot run inside a transaction block"
                     )
-                self._reset("all")
+                reset = self._reset("all")
+                return StatementResult(tag="DISCARD ALL", parameter_status=reset.parameter_status)
             return StatementResult(tag=f"DISCARD {name.upper()}")
         what = "SAVEPOINT" if statement.kind is Kind.SAVEPOINT else statement.kind.value
         if kept is None:
@@ -368,14 +380,14 @@ class AnalystSession:
         elif name == REPORT_PARAMETER:
             value = self._report_mode
         elif name == BIAS_CHECK_PARAMETER:
-            value = _on_off(self._bias_check)
+            value = on_off(self._bias_check)
         elif name == "all":
             dpproxy = {
                 EPSILON_PARAMETER: self._epsilon.plain,
                 DELTA_PARAMETER: format_delta(self._delta),
                 MECHANISM_PARAMETER: self._mechanism.value,
                 REPORT_PARAMETER: self._report_mode,
-                BIAS_CHECK_PARAMETER: _on_off(self._bias_check),
+                BIAS_CHECK_PARAMETER: on_off(self._bias_check),
             }
             return show_all({**self._parameters, **dpproxy})
         elif name in self._parameters:
@@ -411,38 +423,48 @@ class AnalystSession:
         return StatementResult(tag="SHOW", columns=(column,), rows=((value,),))
 
     def _reset(self, name: str) -> StatementResult:
-        if name in ("all", EPSILON_PARAMETER):
-            self._epsilon = self._asker.budget.default_per_query
-        if name in ("all", MECHANISM_PARAMETER):
-            self._mechanism = self._asker.budget.mechanism
-        if name in ("all", DELTA_PARAMETER):
-            self._delta = default_query_delta(self._asker.budget)
-        if name in ("all", REPORT_PARAMETER):
-            self._report_mode = "notice"
-        if name in ("all", BIAS_CHECK_PARAMETER):
-            self._bias_check = False
+        """RESET: back to the value the session started with (its startup parameters,
+        else the defaults), as PostgreSQL does; RESET ALL: every setting."""
+        defaults = self._defaults
         if name == "all":
-            self._parameters.update(
-                {k: v for k, v in DEFAULT_PARAMETERS.items() if k != "application_name"}
-            )
-            return StatementResult(tag="RESET")
-        if name in _DPPROXY_SETTINGS:
+            return StatementResult(tag="RESET", parameter_status=self._restore(defaults))
+        field = _FIELDS.get(name)
+        if field is not None:
+            current = self._settings()
+            self._restore(dataclasses.replace(current, **{field: getattr(defaults, field)}))
             return StatementResult(tag="RESET")
         if name not in DEFAULT_PARAMETERS:
             raise _unknown(name)
         if name in READ_ONLY_PARAMETERS:
             raise QueryError(CANT_CHANGE_RUNTIME_PARAM, f'parameter "{name}" cannot be changed')
-        self._parameters[name] = DEFAULT_PARAMETERS[name]
+        self._parameters[name] = defaults.parameters[name]
         return StatementResult(tag="RESET", parameter_status=self._report(name))
 
-    def apply_startup_options(self, options: str) -> None:
-        """The startup packet's ``options`` (libpq's PGOPTIONS, ``-c name=value`` or
-        ``--name=value``), applied as SET would; raises QueryError, which ends the
-        connection (FATAL), as PostgreSQL does for a bad option."""
-        for name, value in parse_startup_options(options):
-            self._set(name.lower(), value)
+    def apply_startup_parameters(self, parameters: Mapping[str, str]) -> None:
+        """The startup packet's settings, applied as SET would apply them, as PostgreSQL
+        does: ``options`` first (libpq's PGOPTIONS, ``-c name=value`` or ``--name=value``),
+        then every other parameter but ``user``, ``database`` and ``replication``
+        (asyncpg's server_settings, pgJDBC's DateStyle, TimeZone and extra_float_digits,
+        libpq's application_name and client_encoding). They become what RESET goes back
+        to. Raises QueryError, which ends the connection (FATAL) as in PostgreSQL, for an
+        unknown parameter or a bad value, and for a replication connection."""
+        check_replication(parameters.get("replication"))
+        settings = parse_startup_options(parameters.get("options", ""))
+        settings += [(k, v) for k, v in parameters.items() if k not in _PROTOCOL_PARAMETERS]
+        for name, value in settings:
+            lowered = name.lower()
+            if lowered == "transaction":  # SET TRANSACTION's name for dpproxy, not a setting
+                raise _unknown(lowered)
+            self._set(lowered, value)
+        self._defaults = self._settings()
 
     def _set(self, name: str, value: str | None) -> StatementResult:
+        if name == "transaction":
+            return StatementResult(tag="SET")
+        if value is None:  # SET name TO DEFAULT
+            if name == "all":
+                raise _unknown(name)
+            return dataclasses.replace(self._reset(name), tag="SET")
         if name == EPSILON_PARAMETER:
             self._epsilon = self._parse_epsilon(value)
             return StatementResult(tag="SET")
@@ -458,29 +480,21 @@ class AnalystSession:
         if name == BIAS_CHECK_PARAMETER:
             self._bias_check = parse_bias_check(value)
             return StatementResult(tag="SET")
-        if name == "transaction":
-            return StatementResult(tag="SET")
-        if name.startswith("dpproxy."):
-            raise _unknown(name)
         if name not in DEFAULT_PARAMETERS:
             raise _unknown(name)
         if name in READ_ONLY_PARAMETERS:
             raise QueryError(CANT_CHANGE_RUNTIME_PARAM, f'parameter "{name}" cannot be changed')
-        new = DEFAULT_PARAMETERS[name] if value is None else value
-        allowed = FIXED_VALUES.get(name)
-        if allowed is not None and new.lower() not in allowed:
-            raise QueryError(
-                FEATURE_NOT_SUPPORTED, f"dpproxy supports only {name} = {DEFAULT_PARAMETERS[name]}"
-            )
-        self._parameters[name] = new
+        self._parameters[name] = checked_parameter(
+            name, value, self._parameters, self._defaults.parameters
+        )
         return StatementResult(tag="SET", parameter_status=self._report(name))
 
     def _report(self, name: str) -> tuple[tuple[str, str], ...]:
         reported = REPORTED_PARAMETERS.get(name)
         return () if reported is None else ((reported, self._parameters[name]),)
 
-    def _parse_report(self, value: str | None) -> Report:
-        wanted = "notice" if value is None else value.strip().lower()
+    def _parse_report(self, value: str) -> Report:
+        wanted = value.strip().lower()
         for report in REPORTS:
             if report == wanted:
                 return report
@@ -490,9 +504,7 @@ class AnalystSession:
             hint=f"use SET {REPORT_PARAMETER} = notice or columns",
         )
 
-    def _parse_mechanism(self, value: str | None) -> Mechanism:
-        if value is None:
-            return self._asker.budget.mechanism
+    def _parse_mechanism(self, value: str) -> Mechanism:
         try:
             mechanism = Mechanism(value.strip().lower())
         except ValueError:
@@ -509,12 +521,10 @@ class AnalystSession:
             )
         return mechanism
 
-    def _parse_delta(self, value: str | None) -> Decimal:
+    def _parse_delta(self, value: str) -> Decimal:
         """The δ a query may spend on partition selection: 0 (keys found in the data are
         refused), or from 1e-15 up to the analyst's δ (what remains is checked per query)."""
         budget = self._asker.budget
-        if value is None:
-            return default_query_delta(budget)
         try:
             delta = parse_delta(value)
         except InvalidAmount:
@@ -545,10 +555,8 @@ class AnalystSession:
             )
         return delta
 
-    def _parse_epsilon(self, value: str | None) -> Epsilon:
+    def _parse_epsilon(self, value: str) -> Epsilon:
         budget = self._asker.budget
-        if value is None:
-            return budget.default_per_query
         try:
             epsilon = Epsilon(value)
         except (InvalidAmount, ValueError) as error:
@@ -587,9 +595,8 @@ _DPPROXY_SETTINGS = frozenset(
     {EPSILON_PARAMETER, MECHANISM_PARAMETER, REPORT_PARAMETER, DELTA_PARAMETER}
     | {BIAS_CHECK_PARAMETER}
 )
-# PostgreSQL's spellings of a boolean (besides unique prefixes of true/false/yes/no/on/off).
-_TRUE_WORDS = ("true", "yes", "on")
-_FALSE_WORDS = ("false", "no", "off")
+#: SET of these takes one value (proxy.set_values.read_set); others may be lists.
+_KNOWN_PARAMETERS = frozenset(DEFAULT_PARAMETERS) | _DPPROXY_SETTINGS
 _CLEANUP_KINDS = frozenset(
     {Kind.SAVEPOINT, Kind.RELEASE, Kind.ROLLBACK_TO, Kind.DISCARD, Kind.DEALLOCATE}
 )
@@ -636,27 +643,15 @@ def parse_bias_check(value: str | None) -> bool:
     yes/no, 1/0, or a unique prefix of these words, in any case); DEFAULT means off."""
     if value is None:
         return False
-    wanted = value.strip().lower()
-    if wanted == "1":
-        return True
-    if wanted == "0":
-        return False
-    # "o" alone is ambiguous (on or off), as in PostgreSQL.
-    if len(wanted) >= (2 if wanted.startswith("o") else 1):
-        if any(word.startswith(wanted) for word in _TRUE_WORDS):
-            return True
-        if any(word.startswith(wanted) for word in _FALSE_WORDS):
-            return False
+    flag = parse_bool(value.strip())
+    if flag is not None:
+        return flag
     raise QueryError(
         INVALID_PARAMETER_VALUE,
         f'invalid value for {BIAS_CHECK_PARAMETER}: "{value}" (a Boolean is expected)',
         hint=f"use SET {BIAS_CHECK_PARAMETER} = on (each query spends {CHECK_SHARE:.0%} of its "
         "ε, or ρ, on checking for bias) or off",
     )
-
-
-def _on_off(flag: bool) -> str:
-    return "on" if flag else "off"
 
 
 def default_query_delta(budget: AnalystBudget) -> Decimal:
@@ -710,3 +705,29 @@ def parse_startup_options(options: str) -> list[tuple[str, str]]:
         # --statement-timeout=0 means statement_timeout (PostgreSQL's dashes for underscores).
         pairs.append((name if name.startswith("dpproxy.") else name.replace("-", "_"), value))
     return pairs
+
+
+# --- Startup parameters ---------------------------------------------------------------
+
+# Startup packet keys that are not settings (PostgreSQL reads them itself).
+_PROTOCOL_PARAMETERS = frozenset({"user", "database", "options", "replication"})
+
+
+def check_replication(value: str | None) -> None:
+    """The startup packet's ``replication``: absent or false (false/off/no/0), else the
+    connection is refused, since dpproxy serves no replication (physical or logical)."""
+    if value is None:
+        return
+    flag = False if value == "database" else parse_bool(value)
+    if flag is None:
+        raise QueryError(
+            INVALID_PARAMETER_VALUE,
+            f'invalid value for parameter "replication": "{value}"',
+            hint='Valid values are: "false", 0, "true", 1, "database".',
+        )
+    if value == "database" or flag:
+        raise QueryError(
+            FEATURE_NOT_SUPPORTED,
+            f"dpproxy does not serve replication connections (replication={value})",
+            hint="connect without the replication parameter: dpproxy answers queries only",
+        )

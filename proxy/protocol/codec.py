@@ -6,7 +6,10 @@ raised, the decoder stays broken, since the byte stream can no longer be framed.
 exception is text that is not UTF-8 in a message that is otherwise well formed (a Query,
 Parse, Bind, Describe, Execute or Close): the message is framed and read to its end, and
 an :class:`~proxy.protocol.messages.InvalidEncoding` takes its place, which the server
-answers with an ERROR, as PostgreSQL does, and the stream stays in sync.
+answers with an ERROR, as PostgreSQL does, and the stream stays in sync. Likewise a Query
+whose SQL holds a NUL byte (or lacks its terminator) becomes a
+:class:`~proxy.protocol.messages.MalformedQuery`: PostgreSQL's ERROR 08P01, not the end of
+the connection.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from proxy.protocol.messages import (
     FrontendMessage,
     GSSENCRequest,
     InvalidEncoding,
+    MalformedQuery,
     OtherMessage,
     Parse,
     PasswordMessage,
@@ -150,9 +154,20 @@ class _Reader:
 
 
 def _parse_query(payload: bytes) -> Query | InvalidEncoding:
-    r = _Reader(payload, "Query", lenient=True)
-    sql = r.cstring()
-    return r.checked(Query(sql), b"Q")
+    """As PostgreSQL reads a Query: the SQL up to the first NUL, checked as UTF-8 (22021),
+    then nothing may follow it (08P01); either way an ERROR, and the session goes on."""
+    end = payload.find(b"\x00")
+    if end < 0:
+        return MalformedQuery(b"Q", "invalid string in message: the query lacks its NUL terminator")
+    r = _Reader(payload[: end + 1], "Query", lenient=True)
+    query = r.checked(Query(r.cstring()), b"Q")
+    if isinstance(query, InvalidEncoding) or end + 1 == len(payload):
+        return query
+    return MalformedQuery(
+        b"Q",
+        "invalid message format: the query contains a NUL byte (0x00), which SQL text "
+        "cannot contain; remove it",
+    )
 
 
 def _parse_terminate(payload: bytes) -> Terminate:

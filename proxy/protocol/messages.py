@@ -166,6 +166,17 @@ class InvalidEncoding:
     """PostgreSQL's words: 'invalid byte sequence for encoding "UTF8": 0xff'."""
 
 
+@dataclass(frozen=True, slots=True)
+class MalformedQuery(InvalidEncoding):
+    """A well-framed Query whose payload is not one NUL-terminated string: a NUL inside
+    the SQL (bytes after the first NUL), or no NUL at its end. PostgreSQL answers it with
+    an ERROR (08P01, "invalid message format") and the session goes on, since the
+    message's length frames it; so does dpproxy. It is answered as InvalidEncoding is
+    (an ERROR, then ReadyForQuery), hence the subclass."""
+
+    sqlstate: ClassVar[str] = "08P01"  # protocol_violation
+
+
 StartupPacket = SSLRequest | GSSENCRequest | CancelRequest | StartupMessage
 AuthMessage = PasswordMessage | SASLInitialResponse | SASLResponse
 ExtendedMessage = Parse | Bind | Describe | Execute | Close | Flush
@@ -178,4 +189,5 @@ FrontendMessage = (
     | Sync
     | OtherMessage
     | InvalidEncoding
+    | MalformedQuery
 )

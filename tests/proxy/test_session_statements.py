@@ -239,7 +239,7 @@ def test_reported_parameters_are_sent_again_when_a_transaction_restores_them() -
     assert commit.parameter_status == (("TimeZone", "UTC"),)
     *_, rollback = results(s, "BEGIN", "SET application_name = 'x'", "ROLLBACK")
     assert rollback.parameter_status == (("application_name", "test"),)
-    *_, kept = results(s, "BEGIN", "SET DateStyle = 'German'", "COMMIT")
+    *_, kept = results(s, "BEGIN", "SET DateStyle = 'ISO, DMY'", "COMMIT")
     assert kept.parameter_status == ()
 
 
