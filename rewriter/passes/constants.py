@@ -85,12 +85,15 @@ def evaluation_sql(found: tuple[Constant, ...]) -> str:
 
 
 def _plain(node: exp.Expr) -> bool:
-    """A literal that cannot fail: a negated number, NULL cast to a type, or a number that
-    its type holds cast to DOUBLE or DECIMAL (what the rewriter writes for its grids)."""
+    """A literal that cannot fail: a negated number, NULL cast to a type, a number that its
+    type holds cast to DOUBLE or DECIMAL (what the rewriter writes for its grids), or an
+    array of literals."""
     if isinstance(node, exp.Paren):
         return _plain(node.this)
     if isinstance(node, exp.Neg):
         return _plain(node.this) if isinstance(node.this, exp.Cast) else _number(node.this)
+    if isinstance(node, exp.Array):  # a list of texts (a domain's): nothing to fail
+        return all(isinstance(e, exp.Literal) and e.is_string for e in node.expressions)
     if not isinstance(node, exp.Cast):
         return False
     if isinstance(node.this, exp.Null):
