@@ -3,15 +3,23 @@
 Produces the backend messages for Parse, Bind, Describe, Execute and Close; no I/O. A
 Describe never runs or charges a query: it asks the session what the statement would
 return. Only Execute runs it, once per portal; a row limit on Execute suspends the portal
-and a later Execute continues from where it stopped.
+and a later Execute continues from where it stopped. A portal that ran to completion is
+never run again (an Execute of it returns no rows, as in PostgreSQL), and the portals end
+with their transaction (:meth:`ExtendedQueries.sync`).
 
 Parameters are bound into the statement by :mod:`proxy.parameters` (through sqlglot's
 syntax tree, never by pasting text), so the session receives ordinary SQL. Results are
 sent in text, or in binary for the types :mod:`proxy.protocol.values` can encode.
+
+Everything that could refuse an Execute is decided before the session runs (and charges)
+the statement: the result formats asked for in Bind, and that the rows will have the
+columns of the RowDescription the client was sent by a Describe. A charged answer always
+reaches the client.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -26,19 +34,55 @@ from proxy.protocol.values import (
     encode_binary,
     type_name,
 )
-from proxy.seam import ColumnDescription, QueryError, Session, StatementResult
+from proxy.seam import (
+    ColumnDescription,
+    QueryError,
+    Session,
+    StatementResult,
+    TransactionStatus,
+)
 from proxy.statements import Kind, StatementSyntaxError, recognize
+
+logger = logging.getLogger(__name__)
 
 FEATURE_NOT_SUPPORTED = "0A000"
 PROTOCOL_VIOLATION = "08P01"
 DUPLICATE_PREPARED_STATEMENT = "42P05"
+DUPLICATE_CURSOR = "42P03"
 INVALID_SQL_STATEMENT_NAME = "26000"
 INVALID_CURSOR_NAME = "34000"
+OBJECT_NOT_IN_PREREQUISITE_STATE = "55000"
+PROGRAM_LIMIT_EXCEEDED = "54000"
+INTERNAL_ERROR = "XX000"
+
+#: Prepared statements one connection may hold at once (PostgreSQL has no limit; dpproxy
+#: keeps each statement with parameters parsed, about 100 bytes per character of SQL).
+MAX_PREPARED_STATEMENTS = 1000
+#: The characters of SQL all of one connection's prepared statements may hold together.
+MAX_PREPARED_CHARACTERS = 1_000_000
+#: Portals one connection may hold at once (they end with their transaction).
+MAX_PORTALS = 1000
+#: Command tags that end with a row count (PostgreSQL's, as dpproxy's sessions send them).
+_COUNTED_TAGS = frozenset(
+    {"SELECT", "INSERT", "UPDATE", "DELETE", "MERGE", "FETCH", "MOVE", "COPY"}
+)
 
 
 @dataclass(frozen=True)
+class Told:
+    """What a Describe sent the client: the columns (None: NoData), the format of each as
+    sent, and the connection's statement count then (see ``ExtendedQueries.generation``)."""
+
+    columns: tuple[ColumnDescription, ...] | None
+    formats: tuple[int, ...]
+    generation: int
+
+
+@dataclass
 class PreparedStatement:
     parsed: parameters.ParsedStatement
+    told: Told | None = None
+    """The last Describe of this statement: Execute of its portals keeps its columns."""
 
     @property
     def sql(self) -> str:
@@ -54,8 +98,16 @@ class Portal:
     statement: PreparedStatement
     sql: str
     result_formats: tuple[int, ...] = ()
+    told: Told | None = None
+    """The last Describe of this portal, which its rows must match."""
+    formats: tuple[int, ...] | None = None
+    """The format of each column, decided before it ran (None: all text)."""
+    started: bool = False
+    """An Execute began running it: it never runs again (once failed, it cannot be run)."""
     result: StatementResult | None = None
     sent_rows: int = 0
+    done: bool = False
+    """CommandComplete was sent: a further Execute returns no rows."""
 
 
 @dataclass
@@ -64,6 +116,9 @@ class ExtendedQueries:
 
     statements: dict[str, PreparedStatement] = field(default_factory=dict)
     portals: dict[str, Portal] = field(default_factory=dict)
+    generation: int = 0
+    """How many statements this connection has begun to run (Execute and simple Query):
+    a Describe made since the last one still holds, as nothing (a SET) could change it."""
 
     def parse(self, msg: Parse) -> bytes:
         if msg.statement and msg.statement in self.statements:
@@ -72,16 +127,51 @@ class ExtendedQueries:
                 f'prepared statement "{msg.statement}" already exists',
                 hint="Close it first, or use another name",
             )
+        parameters.check_length(msg.query)
+        self._check_room(msg.statement, msg.query)
         parsed = parameters.prepare(msg.query, msg.parameter_types)
         self.statements[msg.statement] = PreparedStatement(parsed)
         return codec.parse_complete()
+
+    def _check_room(self, name: str, sql: str) -> None:
+        """Refuse a statement that would make this connection hold too many, or too much."""
+        others = [s for n, s in self.statements.items() if n != name]
+        named = len(self.statements) - ("" in self.statements)
+        if name and named >= MAX_PREPARED_STATEMENTS:
+            raise QueryError(
+                PROGRAM_LIMIT_EXCEEDED,
+                f"this connection already holds {named} prepared statements; "
+                f"dpproxy keeps at most {MAX_PREPARED_STATEMENTS}",
+                hint="Close (or DEALLOCATE) the prepared statements no longer needed, or "
+                "lower the client's statement cache (pgJDBC: preparedStatementCacheQueries)",
+            )
+        held = sum(len(s.sql) for s in others)
+        if held + len(sql) > MAX_PREPARED_CHARACTERS:
+            raise QueryError(
+                PROGRAM_LIMIT_EXCEEDED,
+                f"this connection's prepared statements would hold {held + len(sql)} "
+                f"characters of SQL; dpproxy keeps at most {MAX_PREPARED_CHARACTERS}",
+                hint="Close (or DEALLOCATE) the prepared statements no longer needed, or "
+                "lower the client's statement cache (pgJDBC: preparedStatementCacheSizeMiB)",
+            )
 
     def bind(self, msg: Bind) -> bytes:
         statement = self._statement(msg.statement)
         if any(f not in (TEXT_FORMAT, BINARY_FORMAT) for f in msg.result_formats):
             raise QueryError(PROTOCOL_VIOLATION, "unsupported result format code")
         if msg.portal and msg.portal in self.portals:
-            raise QueryError(INVALID_CURSOR_NAME, f'portal "{msg.portal}" already exists')
+            raise QueryError(
+                DUPLICATE_CURSOR,
+                f'portal "{msg.portal}" already exists',
+                hint="Close it first, or use another name",
+            )
+        if msg.portal and len(self.portals) - ("" in self.portals) >= MAX_PORTALS:
+            raise QueryError(
+                PROGRAM_LIMIT_EXCEEDED,
+                f"this connection already holds {MAX_PORTALS} portals; dpproxy keeps at most "
+                f"{MAX_PORTALS}",
+                hint="Close the portals no longer needed, or end the transaction",
+            )
         sql = parameters.bind(statement.parsed, msg.parameter_formats, msg.parameters)
         self.portals[msg.portal] = Portal(statement, sql, msg.result_formats)
         return codec.bind_complete()
@@ -90,24 +180,42 @@ class ExtendedQueries:
         if msg.kind == "S":
             statement = self._statement(msg.name)
             columns = await session.describe(parameters.describe_sql(statement.parsed))
+            # A statement's formats are not known until Bind: its RowDescription says text.
+            formats = column_formats((), 0 if columns is None else len(columns))
+            statement.told = Told(columns, formats, self.generation)
             types = codec.parameter_description(statement.parameter_types)
-            return types + _row_description(columns, ())
+            return types + _row_description(columns, formats)
         if msg.kind == "P":
             portal = self._portal(msg.name)
             if portal.result is not None:
                 columns = portal.result.columns
+                formats = portal.formats or column_formats((), _count(columns))
+            elif portal.started:
+                raise _cannot_run(msg.name)
             else:
                 columns = await session.describe(portal.sql)
-            return _row_description(columns, portal.result_formats)
+                formats = _sendable(columns, portal.result_formats)
+                portal.told = Told(columns, formats, self.generation)
+            return _row_description(columns, formats)
         raise QueryError(PROTOCOL_VIOLATION, f"invalid DESCRIBE message subtype {msg.kind!r}")
 
     async def execute(self, session: Session, msg: Execute) -> bytes:
         portal = self._portal(msg.portal)
         parts: list[bytes] = []
         if portal.result is None:
+            if portal.started:  # it failed: never run a statement (and charge) twice
+                raise _cannot_run(msg.portal)
+            portal.started = True
+            # Everything that could refuse this Execute, before the statement is charged.
+            portal.formats = await self._formats(session, portal)
             self.check_session_statement(portal.sql)
+            before = session.transaction_status
             portal.result = await session.execute(portal.sql)
             self.after_session_statement(portal.sql)
+            if before is not TransactionStatus.IDLE and (
+                session.transaction_status is TransactionStatus.IDLE
+            ):  # COMMIT or ROLLBACK: the transaction's other portals end with it
+                self.portals = {n: p for n, p in self.portals.items() if p is portal}
             parts.extend(
                 codec.notice_response(
                     n.message, severity=n.severity, code=n.code, detail=n.detail, hint=n.hint
@@ -121,14 +229,53 @@ class ExtendedQueries:
         result = portal.result
         if result.empty:
             return b"".join([*parts, codec.EMPTY_QUERY_RESPONSE])
-        encode = _row_encoder(result.columns, portal.result_formats)
+        if portal.done:  # as PostgreSQL: no rows again; a statement without rows cannot run
+            if result.columns is None:
+                raise _cannot_run(msg.portal)
+            return codec.command_complete(_with_count(result.tag, 0))
+        encode = _row_encoder(result.columns, portal.formats)
+        resumed = portal.sent_rows > 0
         rows = result.rows[portal.sent_rows :]
         if msg.max_rows > 0 and len(rows) > msg.max_rows:
             rows = rows[: msg.max_rows]
             portal.sent_rows += len(rows)
             return b"".join([*parts, *map(encode, rows), codec.portal_suspended()])
         portal.sent_rows += len(rows)
-        return b"".join([*parts, *map(encode, rows), codec.command_complete(result.tag)])
+        portal.done = True
+        # After a suspension, PostgreSQL counts the rows of this Execute only.
+        tag = _with_count(result.tag, len(rows)) if resumed else result.tag
+        return b"".join([*parts, *map(encode, rows), codec.command_complete(tag)])
+
+    async def _formats(self, session: Session, portal: Portal) -> tuple[int, ...] | None:
+        """The format of each column of ``portal``'s rows, decided before it runs: refuse
+        (QueryError) what cannot be answered as asked, before anything is charged."""
+        told = portal.told
+        if told is not None and told.generation == self.generation:
+            return told.formats  # described since the last statement ran: still true
+        if told is None:
+            told = portal.statement.told
+        requested = portal.result_formats
+        if told is None and len(requested) <= 1 and BINARY_FORMAT not in requested:
+            return None  # text, and the client was not told what columns to expect
+        planned = await session.describe(portal.sql)
+        if told is not None and _shape(told.columns) != _shape(planned):
+            raise QueryError(
+                FEATURE_NOT_SUPPORTED,
+                "cached plan must not change result type",
+                detail=f"the statement was described with {_shown(told.columns)}; it would "
+                f"now return {_shown(planned)}",
+                hint="a SET (such as dpproxy.report) changed the statement's columns: "
+                "Describe it again, or Close it and prepare it again",
+            )
+        if planned is None:
+            return None
+        if portal.told is not None:
+            return portal.told.formats  # the same columns, as the client was told
+        formats = column_formats(requested, len(planned))
+        # The client was sent no RowDescription saying otherwise: it reads the columns in
+        # the formats it asked for, so a column dpproxy cannot send in binary is refused.
+        _check_binary(planned, formats)
+        return formats if BINARY_FORMAT in formats else None
 
     def close(self, msg: Close) -> bytes:
         if msg.kind == "S":
@@ -139,6 +286,12 @@ class ExtendedQueries:
             raise QueryError(PROTOCOL_VIOLATION, f"invalid CLOSE message subtype {msg.kind!r}")
         return codec.close_complete()
 
+    def sync(self, status: TransactionStatus) -> None:
+        """At Sync, and after a simple Query: outside a transaction block (``status`` IDLE)
+        the transaction has ended, and its portals with it, as in PostgreSQL."""
+        if status is TransactionStatus.IDLE:
+            self.portals.clear()
+
     def forget_unnamed(self) -> None:
         """A simple Query ends the unnamed statement and portal, as in PostgreSQL."""
         self.statements.pop("", None)
@@ -147,7 +300,9 @@ class ExtendedQueries:
     # --- DEALLOCATE and DISCARD, which the session answers but which act on statements ---
 
     def check_session_statement(self, sql: str) -> None:
-        """Before running ``sql``: DEALLOCATE of an unknown statement is an error."""
+        """Before running ``sql``: DEALLOCATE of an unknown statement is an error. Called
+        before every statement the session runs: a Describe made before is now stale."""
+        self.generation += 1
         statement = _cleanup_statement(sql)
         if statement is None or statement.kind is not Kind.DEALLOCATE or statement.name is None:
             return
@@ -190,6 +345,38 @@ class ExtendedQueries:
         return found
 
 
+def _cannot_run(name: str) -> QueryError:
+    return QueryError(
+        OBJECT_NOT_IN_PREREQUISITE_STATE,
+        f'portal "{name}" cannot be run',
+        hint="it has run (or failed) already: Bind it again to run the statement again",
+    )
+
+
+def _count(columns: tuple[ColumnDescription, ...] | None) -> int:
+    return 0 if columns is None else len(columns)
+
+
+def _shape(columns: tuple[ColumnDescription, ...] | None) -> tuple[tuple[str, int], ...] | None:
+    """What a client reading the rows relies on: each column's name and type."""
+    return None if columns is None else tuple((c.name, c.type_oid) for c in columns)
+
+
+def _shown(columns: tuple[ColumnDescription, ...] | None) -> str:
+    if columns is None:
+        return "no columns (no rows)"
+    listed = ", ".join(f"{c.name} {type_name(c.type_oid)}" for c in columns)
+    return f"{len(columns)} column{'s' if len(columns) != 1 else ''} ({listed})"
+
+
+def _with_count(tag: str, count: int) -> str:
+    """``tag`` with its row count replaced by ``count`` (a tag without one as it is)."""
+    words = tag.split(" ")
+    if len(words) > 1 and words[0] in _COUNTED_TAGS and words[-1].isdigit():
+        return " ".join([*words[:-1], str(count)])
+    return tag
+
+
 def _cleanup_statement(sql: str) -> _Cleanup | None:
     lowered = sql.lower()
     if "dealloc" not in lowered and "discard" not in lowered:
@@ -229,18 +416,36 @@ def _check_binary(columns: Sequence[ColumnDescription], formats: Sequence[int]) 
             raise QueryError(
                 FEATURE_NOT_SUPPORTED,
                 f'dpproxy cannot send column "{column.name}" ({type_name(column.type_oid)}) '
-                "in binary format",
-                hint="ask for text results (with psycopg: a cursor without binary=True)",
+                "in binary format; nothing was charged",
+                hint="ask for text results (psycopg: a cursor without binary=True; pgJDBC: "
+                "binaryTransfer=false), or Describe the portal before Execute: dpproxy then "
+                "sends such a column in text, and its RowDescription says so",
             )
 
 
-def _row_description(
+def _sendable(
     columns: tuple[ColumnDescription, ...] | None, result_formats: Sequence[int]
+) -> tuple[int, ...]:
+    """For a Describe of a portal: the formats asked for in Bind or, when dpproxy cannot
+    send a column asked for in binary, text for every column. Clients read the formats
+    from the RowDescription (libpq, pgJDBC, node-postgres); psycopg takes the first
+    column's format for all, so they are never mixed against what was asked."""
+    if columns is None:
+        return ()
+    formats = column_formats(result_formats, len(columns))
+    if any(
+        f == BINARY_FORMAT and c.type_oid not in BINARY_RESULT_TYPES
+        for c, f in zip(columns, formats, strict=True)
+    ):
+        return (TEXT_FORMAT,) * len(columns)
+    return formats
+
+
+def _row_description(
+    columns: tuple[ColumnDescription, ...] | None, formats: Sequence[int]
 ) -> bytes:
     if columns is None:
         return codec.no_data()
-    formats = column_formats(result_formats, len(columns))
-    _check_binary(columns, formats)
     return codec.row_description(
         ((c.name, c.type_oid, c.type_size, c.type_modifier) for c in columns), formats
     )
@@ -268,14 +473,23 @@ class _RowEncoder:
 
 
 def _row_encoder(
-    columns: tuple[ColumnDescription, ...] | None, result_formats: Sequence[int]
+    columns: tuple[ColumnDescription, ...] | None, formats: tuple[int, ...] | None
 ) -> codec.RowEncoder:
-    if columns is None:
+    """The encoder of the rows of ``columns`` in ``formats``, decided before the statement
+    ran (None: all text) from the columns the session said it would return."""
+    if columns is None or formats is None or BINARY_FORMAT not in formats:
         return codec.data_row
-    formats = column_formats(result_formats, len(columns))
-    if BINARY_FORMAT not in formats:
-        return codec.data_row
-    _check_binary(columns, formats)
+    if len(formats) != len(columns) or any(
+        f == BINARY_FORMAT and c.type_oid not in BINARY_RESULT_TYPES
+        for c, f in zip(columns, formats, strict=False)
+    ):
+        # The session described other columns than it returned: a bug, logged as one.
+        logger.error("the result's columns %s differ from those described before it ran", columns)
+        raise QueryError(
+            INTERNAL_ERROR,
+            "internal error in dpproxy: the answer's columns differ from those described",
+            hint="ask for text results; report this to an admin",
+        )
     return _RowEncoder(
         tuple(
             c.type_oid if f == BINARY_FORMAT else None

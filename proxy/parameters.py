@@ -33,11 +33,14 @@ from sqlglot.errors import SqlglotError
 from proxy.protocol import values
 from proxy.protocol.values import Value, ValueFormatError, decode_parameter
 from proxy.seam import QueryError
+from rewriter.parse import MAX_SQL_LENGTH
 
 PROTOCOL_VIOLATION = "08P01"
 SYNTAX_ERROR = "42601"
 UNDEFINED_PARAMETER = "42P02"
 UNDEFINED_OBJECT = "42704"
+PROGRAM_LIMIT_EXCEEDED = "54000"
+STATEMENT_TOO_COMPLEX = "54001"
 MAX_PARAMETERS = 65535
 MAX_TYPE_OID = 0x7FFFFFFF  # a Parse's type OID above this was sent as a negative int32
 DIALECT = "postgres"
@@ -75,6 +78,7 @@ class ParsedStatement:
 def prepare(sql: str, declared: Sequence[int]) -> ParsedStatement:
     """Read ``sql`` once (at Parse time) and parse it if it has placeholders. Raise
     QueryError where PostgreSQL's Parse fails too, and where dpproxy cannot tell."""
+    check_length(sql)
     for oid in declared:
         if oid > MAX_TYPE_OID:
             raise QueryError(
@@ -118,13 +122,34 @@ def prepare(sql: str, declared: Sequence[int]) -> ParsedStatement:
     return ParsedStatement(sql, tree, tuple(types))
 
 
+def check_length(sql: str) -> None:
+    """Refuse a statement longer than a simple Query may be (``rewriter.parse``), before
+    reading it: a parsed statement takes about 100 bytes per character."""
+    if len(sql) > MAX_SQL_LENGTH:
+        raise QueryError(
+            PROGRAM_LIMIT_EXCEEDED,
+            f"statement text is {len(sql)} characters long; dpproxy accepts at most "
+            f"{MAX_SQL_LENGTH}",
+            hint="shorten the statement",
+        )
+
+
 #: Where a placeholder would stand for a name, not a value.
 _NAME_PLACES = (exp.Table, exp.Column, exp.Dot, exp.TableAlias, exp.Identifier)
+
+
+def _too_deep() -> QueryError:
+    """As the rewriter refuses a simple Query nested beyond what sqlglot can read."""
+    return QueryError(
+        STATEMENT_TOO_COMPLEX, "the statement is nested too deeply", hint="simplify the query"
+    )
 
 
 def _parse(text: str) -> exp.Expr:
     try:
         trees = [t for t in sqlglot.parse(text, dialect=DIALECT) if t is not None]
+    except RecursionError:
+        raise _too_deep() from None
     except SqlglotError:
         trees = []
     if len(trees) != 1:  # the scan found one statement, with placeholders
@@ -358,13 +383,16 @@ def describe_sql(statement: ParsedStatement) -> str:
 def substitute(statement: ParsedStatement, literals: Sequence[exp.Expr]) -> str:
     if statement.tree is None:
         return statement.sql
-    tree = statement.tree.copy()
-    for node in list(tree.find_all(exp.Parameter)):
-        number = _number(node)
-        if number is None or number > len(literals):
-            raise QueryError(UNDEFINED_PARAMETER, f"there is no parameter ${node.this}")
-        node.replace(literals[number - 1].copy())
-    return tree.sql(dialect=DIALECT)
+    try:
+        tree = statement.tree.copy()
+        for node in list(tree.find_all(exp.Parameter)):
+            number = _number(node)
+            if number is None or number > len(literals):
+                raise QueryError(UNDEFINED_PARAMETER, f"there is no parameter ${node.this}")
+            node.replace(literals[number - 1].copy())
+        return tree.sql(dialect=DIALECT)
+    except RecursionError:
+        raise _too_deep() from None
 
 
 def _cast(text: str, kind: exp.DType) -> exp.Expr:
