@@ -71,6 +71,7 @@ from rewriter.passes.check_types import (
     NUMBER,
     TEXT,
     TIME,
+    date_literal,
     numbers_compare_safely,
     value_kind,
 )
@@ -255,13 +256,14 @@ def _in(
             hint="select a column of the same type as the value it is compared with",
         )
     dated = [value for value, k in ((outer, outer_kind), (output, kind)) if k == DATE]
-    if {outer_kind, kind} == {DATE, TIME} and any(v.find(exp.Column) for v in dated):
-        # As check_types: DuckDB converts the date column to a timestamp, which fails on
-        # dates beyond the timestamp's range (year 294276), on those rows only.
+    if {outer_kind, kind} == {DATE, TIME} and not all(date_literal(v) for v in dated):
+        # As check_types: DuckDB converts the date (a column, or computed: DATE '9999-12-31'
+        # + 200000000) to a timestamp, which fails on dates beyond the timestamp's range
+        # (year 294276), on the rows that reach it only.
         raise Rejected(
             f"{written.sql(dialect='postgres')} IN (SELECT …) compares a timestamp with a "
-            "date column, which the database converts row by row and could fail on extreme "
-            "dates; the error would reveal them",
+            "date that is not a literal, which the database converts row by row and could "
+            "fail on extreme dates; the error would reveal them",
             hint="select a column of the same type as the value it is compared with",
         )
     if kind == NUMBER and not numbers_compare_safely([(outer, scope), (output, layer.scope)]):
