@@ -141,9 +141,8 @@ def _quantum(node: exp.Expr, bounds: Bounds, magnitude: Magnitude) -> float:
     if isinstance(node, (exp.Coalesce, exp.Greatest, exp.Least)):
         return min([q(node.this), *(q(other) for other in node.expressions)])
     if isinstance(node, exp.Cast):
-        if node.to.is_type(*exp.DataType.INTEGER_TYPES):
-            return 1.0
-        return q(node.this)
+        inner = q(node.this)  # what is cast is computed first: it must not underflow either
+        return 1.0 if node.to.is_type(*exp.DataType.INTEGER_TYPES) else inner
     raise Rejected(f"cannot bound {node.sql(dialect='postgres')} inside an aggregate")
 
 

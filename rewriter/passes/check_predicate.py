@@ -9,6 +9,7 @@ carries an identifier the analyst spelled.
 
 from __future__ import annotations
 
+import decimal
 import math
 from typing import Protocol
 
@@ -16,9 +17,9 @@ from sqlglot import exp
 
 from rewriter.catalog import ColumnType
 from rewriter.errors import Rejected
-from rewriter.passes.check_types import VALUE_CONTEXTS, check_types
+from rewriter.passes.check_types import NULL, NUMBER, VALUE_CONTEXTS, check_types, value_kind
 from rewriter.scope import Scope
-from rewriter.sql_values import number
+from rewriter.sql_values import TINY, number
 
 _STRUCTURE = (
     exp.And,
@@ -141,11 +142,27 @@ def check_predicate(
         resolved.replace(standin)
     try:
         check_types(holder.this, scope, where)
+        _check_bucketed(holder.this, scope, where)
     finally:
         for resolved, standin in standins:
             standin.replace(resolved)
     checked: exp.Expr = holder.this.pop()  # a copy of its own (the first transform's)
     return _Portable(scope, cleaned=where in VALUE_CONTEXTS).rewrite(checked)
+
+
+def _check_bucketed(node: exp.Expr, scope: Scope, where: str) -> None:
+    """The x of each width_bucket(x, lo, hi, n) is a number: any other value would be cast
+    to DOUBLE row by row, and a text that is not a number (or a date on PostgreSQL) fail
+    on those rows only."""
+    for bucket in node.find_all(exp.WidthBucket):
+        kind = value_kind(bucket.this, scope, where)
+        if kind not in (NUMBER, NULL):
+            raise Rejected(
+                f"{bucket.sql(dialect='postgres')} in {where}: width_bucket(x, lo, hi, n) "
+                f"needs a number x, not a {kind}; converting each value would fail on some "
+                "rows only, and the error would reveal them",
+                hint="bucket a numeric column, e.g. width_bucket(age, 0, 100, 10)",
+            )
 
 
 def is_subquery(node: exp.Expr) -> bool:
@@ -174,7 +191,15 @@ class _Portable:
         if is_subquery(node):
             return node.copy()  # already portable: checked and rewritten on its own
         if isinstance(node, exp.WidthBucket):
-            return width_bucket_case(node)
+            if node.this.find(exp.WidthBucket) is not None:
+                # Each level writes x four to six times: nesting would multiply the SQL.
+                raise Rejected(
+                    "width_bucket of a value that is itself a width_bucket is not supported",
+                    hint="bucket the column once, e.g. width_bucket(cost, 0, 100, 8)",
+                )
+            # Returning a new node: the transform does not descend into x, rewritten here.
+            value = self.rewrite(node.this.copy())
+            return width_bucket_case(node, value, guarded=not self._fits_double(value))
         if isinstance(node, (exp.Div, exp.Mod)):
             # Dividing by zero fails on some engines: NULL instead, on every engine, so that
             # whether some row has a zero divisor cannot show as an error.
@@ -244,62 +269,202 @@ class _Portable:
             return False
         return any(self._floating(v) for v in values)
 
+    def _fits_double(self, node: exp.Expr) -> bool:
+        """Whether every value of ``node`` (resolved, portable) casts to DOUBLE on either
+        engine: a DOUBLE, an integer, or a numeric known to lie within ±1e300 and to be 0
+        or at least TINY in magnitude. False for what PostgreSQL may compute as a numeric
+        beyond that (an unconstrained NUMERIC column of raw values holds 1e400 and 1e-400,
+        which the cast refuses; so can numeric arithmetic, 1e-200 * 1e-200), and for
+        anything not known here."""
+        if isinstance(node, exp.Paren):
+            return self._fits_double(node.this)
+        if isinstance(node, exp.Column):
+            info = self.scope.info(node)
+            if info.type in (ColumnType.INTEGER, ColumnType.FLOAT):
+                return True
+            if info.type is not ColumnType.DECIMAL:
+                return False
+            # Cleaned DECIMAL values are DOUBLE (bound_per_unit.clean); raw ones fit when
+            # their declared digits keep them within 10^±300.
+            digits = info.digits
+            return self.cleaned or (
+                digits is not None and digits[0] <= _SAFE_DIGITS and digits[1] <= _SAFE_DIGITS
+            )
+        if isinstance(node, exp.Literal):
+            return not node.is_string and _literal_fits(node.this)
+        if isinstance(node, (exp.Null, exp.Extract, exp.Length, exp.Sign)):
+            return True  # EXTRACT: a date or timestamp field; sign: -1, 0 or 1
+        if isinstance(node, exp.Cast):
+            if node.to.this in _FLOATING_TYPES or node.to.this in _INTEGER_TYPES:
+                return True  # the cast's own failures are check_types' (raw) or bounded
+            return node.to.this is exp.DataType.Type.DECIMAL and self._fits_double(node.this)
+        if isinstance(node, (exp.Neg, exp.Abs, exp.Floor, exp.Ceil, exp.Round)):
+            return self._fits_double(node.this)
+        if isinstance(node, (exp.Case, exp.If, exp.Coalesce, exp.Greatest, exp.Least)):
+            return all(self._fits_double(v) for v in _values(node))
+        if isinstance(node, exp.Nullif):
+            return self._fits_double(node.this)
+        if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)):
+            # DOUBLE arithmetic (numeric operands cast to DOUBLE first) or integer
+            # arithmetic (bounded: rewriter.intervals); numeric arithmetic may leave the range.
+            operands = [node.this, node.expression]
+            if not all(self._fits_double(o) for o in operands):
+                return False
+            return self._floating(node) or (
+                not isinstance(node, exp.Div) and all(self._integral(o) for o in operands)
+            )
+        return False
+
+    def _integral(self, node: exp.Expr) -> bool:
+        """Whether PostgreSQL computes ``node`` as an integer type (never numeric)."""
+        if isinstance(node, (exp.Paren, exp.Neg, exp.Abs, exp.Sign)):
+            return self._integral(node.this)
+        if isinstance(node, exp.Column):
+            return self.scope.info(node).type is ColumnType.INTEGER
+        if isinstance(node, exp.Literal):
+            return node.is_int
+        if isinstance(node, exp.Cast):
+            return node.to.this in _INTEGER_TYPES
+        if isinstance(node, (exp.Null, exp.Length)):
+            return True
+        if isinstance(node, (exp.Case, exp.If, exp.Coalesce, exp.Greatest, exp.Least)):
+            return all(self._integral(v) for v in _values(node))
+        if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Mod)):
+            return self._integral(node.this) and self._integral(node.expression)
+        return False
+
+
+def _values(node: exp.Expr) -> list[exp.Expr]:
+    """The values a CASE, IF, COALESCE, GREATEST or LEAST chooses among."""
+    if isinstance(node, exp.Case):
+        values = [b.args["true"] for b in node.args.get("ifs", [])]
+        return values + ([node.args["default"]] if node.args.get("default") is not None else [])
+    if isinstance(node, exp.If):
+        return [node.args["true"], *([node.args["false"]] if node.args.get("false") else [])]
+    return [node.this, *node.expressions]
+
+
+def _literal_fits(text: str) -> bool:
+    """A number literal that PostgreSQL casts from numeric to DOUBLE, with room to spare."""
+    try:
+        value = abs(decimal.Decimal(text))
+    except decimal.InvalidOperation:
+        return False
+    return value.is_finite() and (
+        value == 0 or decimal.Decimal(TINY) <= value <= decimal.Decimal(10) ** _SAFE_DIGITS
+    )
+
 
 _FLOATING_TYPES = frozenset({exp.DataType.Type.DOUBLE, exp.DataType.Type.FLOAT})
+_INTEGER_TYPES = frozenset(
+    {
+        exp.DataType.Type.BIGINT,
+        exp.DataType.Type.INT,
+        exp.DataType.Type.SMALLINT,
+        exp.DataType.Type.TINYINT,
+    }
+)
+#: Decimal digits (whole, or places) within which a numeric casts to DOUBLE: 10^300 is far
+#: below the largest double, 10^-300 (TINY) far above the smallest subnormal.
+_SAFE_DIGITS = 300
 
 
-def width_bucket_case(node: exp.WidthBucket) -> exp.Expr:
-    """width_bucket(x, lo, hi, n) with constant lo < hi and n, as CASE arithmetic."""
+def width_bucket_case(node: exp.WidthBucket, value: exp.Expr, *, guarded: bool) -> exp.Expr:
+    """width_bucket(x, lo, hi, n) with constant lo < hi and n, as CASE arithmetic on
+    ``value`` (x, resolved and made portable).
+
+    ``guarded``: x may be a numeric that does not cast to DOUBLE (PostgreSQL refuses
+    numerics beyond ±1.8e308 or closer to 0 than 4.9e-324, an error on those rows only).
+    It is then compared with lo and hi in its own type (bucket 0 below lo, n + 1 at or
+    above hi, NaN included, as for a DOUBLE), and cast only between them, where it is
+    finite; a value closer to 0 than TINY falls in the bucket of 0, computed here."""
     args = [node.args.get(k) for k in ("min_value", "max_value", "num_buckets")]
     numbers = []
     for arg in args:
-        value = arg.this if isinstance(arg, exp.Neg) else arg
-        if not (isinstance(value, exp.Literal) and not value.is_string):
+        literal = arg.this if isinstance(arg, exp.Neg) else arg
+        if not (isinstance(literal, exp.Literal) and not literal.is_string):
             raise Rejected("width_bucket(x, lo, hi, n) needs constant lo, hi and n")
-        numbers.append(-float(value.this) if isinstance(arg, exp.Neg) else float(value.this))
+        numbers.append(-float(literal.this) if isinstance(arg, exp.Neg) else float(literal.this))
     low, high, count = numbers
     width = (high - low) / count if count else 0.0
     if not (
         low < high
         and math.isfinite(width)
+        and math.isfinite((high - low) * count)  # offset * n below stays finite
         and width > 2**-900
         and count.is_integer()
         and 0 < count <= 10_000
     ):
         raise Rejected(
-            "width_bucket(x, lo, hi, n) needs finite lo < hi and 1 <= n <= 10000",
+            "width_bucket(x, lo, hi, n) needs finite lo < hi, 1 <= n <= 10000 and "
+            "(hi - lo) * n below about 1.8e308",
             hint="for example width_bucket(age, 0, 100, 10)",
         )
-    x = exp.cast(node.this.copy(), exp.DataType.Type.DOUBLE)
     low_l, high_l = exp.Literal.number(repr(low)), exp.Literal.number(repr(high))
     # Offsets below 2^-60 of a bucket's width are raised to it (still bucket 1): otherwise
     # dividing a tiny offset could underflow, which PostgreSQL reports as an error that
     # would depend on the data (rewriter.underflow).
-    smallest = exp.Literal.number(repr(math.ldexp(width, -60)))
-    # (CASE, not GREATEST: GREATEST would turn a NULL into the floor.)
-    raw = exp.Sub(this=x.copy(), expression=low_l.copy())
-    offset = exp.Case(
-        ifs=[exp.If(this=exp.LT(this=raw.copy(), expression=smallest.copy()), true=smallest)],
-        default=raw,
+    smallest = math.ldexp(width, -60)
+
+    def inside(x: exp.Expr) -> exp.Expr:
+        """The bucket of a DOUBLE x within [lo, hi)."""
+        # (CASE, not GREATEST: GREATEST would turn a NULL into the floor.)
+        raw = exp.Sub(this=x.copy(), expression=low_l.copy())
+        floor = exp.Literal.number(repr(smallest))
+        offset = exp.Case(
+            ifs=[exp.If(this=exp.LT(this=raw.copy(), expression=floor.copy()), true=floor)],
+            default=raw,
+        )
+        scaled = exp.Paren(this=exp.Mul(this=offset, expression=exp.Literal.number(int(count))))
+        quotient = exp.Div(this=scaled, expression=exp.Literal.number(repr(high - low)))
+        return exp.Add(this=exp.Floor(this=quotient), expression=exp.Literal.number(1))
+
+    if not guarded:
+        x = exp.cast(value, exp.DataType.Type.DOUBLE)
+        ifs = [
+            exp.If(this=exp.LT(this=x.copy(), expression=low_l), true=exp.Literal.number(0)),
+            exp.If(
+                this=exp.GTE(this=x.copy(), expression=high_l),
+                true=exp.Literal.number(int(count) + 1),
+            ),
+        ]
+        case = exp.Case(ifs=ifs, default=inside(x))
+        return exp.cast(case, exp.DataType.Type.BIGINT)
+    # Limits spelled with an exponent: DuckDB compares a DECIMAL with them as DOUBLE, which
+    # never fails (a DECIMAL literal could widen it to a type its values overflow).
+    below = exp.LT(this=value.copy(), expression=_double_literal(low))
+    above = exp.GTE(this=value.copy(), expression=_double_literal(high))
+    tiny = exp.and_(
+        exp.GT(this=value.copy(), expression=_double_literal(-TINY)),
+        exp.LT(this=value.copy(), expression=_double_literal(TINY)),
     )
-    scaled = exp.Paren(this=exp.Mul(this=offset, expression=exp.Literal.number(int(count))))
-    inside = exp.Add(
-        this=exp.Floor(this=exp.Div(this=scaled, expression=exp.Literal.number(repr(high - low)))),
-        expression=exp.Literal.number(1),
+    case = exp.Case(
+        ifs=[
+            exp.If(this=below, true=exp.Literal.number(0)),
+            exp.If(this=above, true=exp.Literal.number(int(count) + 1)),
+            exp.If(this=tiny, true=exp.Literal.number(_bucket_of_zero(low, high, int(count)))),
+        ],
+        default=inside(exp.cast(value, exp.DataType.Type.DOUBLE)),  # within [lo, hi)
     )
-    return exp.cast(
-        exp.Case(
-            ifs=[
-                exp.If(this=exp.LT(this=x.copy(), expression=low_l), true=exp.Literal.number(0)),
-                exp.If(
-                    this=exp.GTE(this=x.copy(), expression=high_l),
-                    true=exp.Literal.number(int(count) + 1),
-                ),
-            ],
-            default=inside,
-        ),
-        exp.DataType.Type.BIGINT,
-    )
+    return exp.cast(case, exp.DataType.Type.BIGINT)
+
+
+def _bucket_of_zero(low: float, high: float, count: int) -> int:
+    """The bucket of a value within [low, high) closer to 0 than TINY, as the CASE
+    arithmetic computes it for 0 (buckets are wider than 2^-900, far above TINY)."""
+    if low >= 0:
+        return 1
+    if high <= 0:
+        return count
+    offset = max(-low, math.ldexp((high - low) / count, -60))
+    return min(max(math.floor((offset * count) / (high - low)) + 1, 1), count)
+
+
+def _double_literal(value: float) -> exp.Expr:
+    """``value`` as a literal with an exponent: DOUBLE on DuckDB, numeric on PostgreSQL."""
+    text = repr(abs(value))
+    literal = exp.Literal.number(text if "e" in text else f"{text}e0")
+    return exp.Neg(this=literal) if value < 0 else literal
 
 
 def allowed_node(node: exp.Expr) -> bool:

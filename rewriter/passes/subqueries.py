@@ -723,11 +723,20 @@ def _per_unit_value(body: exp.Expr, scope: Scope, rows: int) -> tuple[exp.Expr, 
     value = clean(argument, scope)
     if word != "SUM":
         aggregated = body.__class__(this=value)
-        return aggregated, bounds
+        if word in _FRACTIONAL:
+            # The mean of whole numbers need not be one (AVG of 1 and 2 is 1.5): within the
+            # same bounds, but a real, never cleaned to an integer by the outer query.
+            return aggregated, Interval(bounds.lower, bounds.upper, False)
+        return aggregated, bounds  # MIN and MAX: one of the values
     low = min(0.0, rows * bounds.lower)
     high = max(0.0, rows * bounds.upper)
     total = exp.func("LEAST", exp.func("GREATEST", exp.Sum(this=value), _num(low)), _num(high))
     return total, Interval(low, high, bounds.integer)
+
+
+#: Per-person aggregates whose value can be fractional even when every value aggregated is
+#: a whole number (COUNT, SUM, MIN and MAX of integers are integers).
+_FRACTIONAL = frozenset({"AVG"})
 
 
 def _num(value: float) -> exp.Expr:

@@ -39,6 +39,9 @@ CATALOG = build_catalog(
         "x * 1e-300 * 1e-300",
         "(x - 1e-200) * (x - 1e-200) * (x - 1e-200)",
         "x * 1e-400",  # not even a double
+        # A whole number computed from one that underflows (review: width_bucket's
+        # argument is cast to an integer, and the cast hid what it computes).
+        "width_bucket(x * 1e-200 * 1e-200, 0, 1, 4)",
     ],
 )
 def test_expressions_that_could_underflow_are_refused(argument: str) -> None:
