@@ -511,6 +511,15 @@ def _check_node(node: exp.Expr, where: str, *, nested: bool = False) -> None:
             f"{written or f'function {name.lower()}()'} is not allowed in {where}",
             hint=f"allowed functions: {ALLOWED_FUNCTIONS}",
         )
+    if isinstance(node, exp.DataTypeParam):
+        # numeric(10, 2) fails on values it cannot hold, varchar(3) cuts texts: either
+        # would depend on the data.
+        typed = node.parent.sql(dialect="postgres") if node.parent else "the type"
+        raise Rejected(
+            f"a cast to {typed} (a type with a precision or length) is not supported in "
+            f"{where}",
+            hint="round instead (round(x, 2)), compare the column itself, or cast to text",
+        )
     raise Rejected(f"{node.key.upper()} is not allowed in {where}")
 
 

@@ -29,6 +29,17 @@ from tests.rewriter.test_planner import CATALOG
         ("SELECT COUNT(*) FROM visits OFFSET -5", "2201W", "OFFSET must not be negative"),
         ("LISTEN foo", "0A000", "LISTEN statements are not supported"),
         ("CHECKPOINT", "0A000", "CHECKPOINT statements are not supported"),
+        # A cast to a type with a precision (it read "DATATYPEPARAM is not allowed").
+        (
+            "SELECT COUNT(*) FROM visits WHERE cost::numeric(10, 2) > 1",
+            "0A000",
+            "a cast to DECIMAL(10, 2) (a type with a precision or length) is not supported",
+        ),
+        (
+            "SELECT SUM(CAST(department AS varchar(3)) = 'A') FROM visits",
+            "0A000",
+            "a cast to VARCHAR(3)",
+        ),
     ],
 )
 def test_rejections_name_what_the_analyst_wrote(sql: str, code: str, message: str) -> None:
