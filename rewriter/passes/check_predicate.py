@@ -516,8 +516,7 @@ def _check_node(node: exp.Expr, where: str, *, nested: bool = False) -> None:
         # would depend on the data.
         typed = node.parent.sql(dialect="postgres") if node.parent else "the type"
         raise Rejected(
-            f"a cast to {typed} (a type with a precision or length) is not supported in "
-            f"{where}",
+            f"a cast to {typed} (a type with a precision or length) is not supported in {where}",
             hint="round instead (round(x, 2)), compare the column itself, or cast to text",
         )
     raise Rejected(f"{node.key.upper()} is not allowed in {where}")
