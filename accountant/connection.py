@@ -60,3 +60,21 @@ class Database(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+#: SQLite's result codes for a lock another connection holds (``sqlite_errorname``).
+_SQLITE_BUSY = ("SQLITE_BUSY", "SQLITE_LOCKED")
+#: PostgreSQL's SQLSTATEs for a lock wait that ran out: lock_not_available, query_canceled
+#: (the store's lock_timeout or statement_timeout).
+_POSTGRES_BUSY = ("55P03", "57014")
+
+
+def store_is_busy(error: BaseException) -> bool:
+    """True if ``error`` (a StateStoreError) comes from the store staying locked by another
+    writer past its timeout: a passing condition (try again), not a broken store."""
+    cause = error.__cause__
+    if cause is None:
+        return False
+    if str(getattr(cause, "sqlite_errorname", "")).startswith(_SQLITE_BUSY):
+        return True
+    return getattr(cause, "sqlstate", None) in _POSTGRES_BUSY

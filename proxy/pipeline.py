@@ -8,28 +8,34 @@ stands whatever happens after.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Coroutine, Hashable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
-from typing import Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from accountant import (
     AnalystBudget,
     Attempt,
+    AuditRecord,
     BudgetExhausted,
     Cost,
     Decision,
     Epsilon,
     Mechanism,
     PerQueryCapExceeded,
+    Reservation,
     Rho,
+    StateStoreError,
     ZcdpNeedsDelta,
 )
 from accountant.budget import format_delta
+from accountant.connection import store_is_busy
 from accountant.zcdp import laplace_rho_nano
 from proxy.answers import AnswerCache, CachedAnswer, CacheKey
 from proxy.backends import Backend, BackendError, CancelToken, QueryCanceled
@@ -48,6 +54,7 @@ from proxy.sqlstate import (
     CONNECTION_FAILURE,
     INTERNAL_ERROR,
     INVALID_PARAMETER_VALUE,
+    IO_ERROR,
     QUERY_CANCELED,
     sqlstate_for,
 )
@@ -67,6 +74,10 @@ from rewriter.passes.constants import Constant, evaluation_sql
 logger = logging.getLogger("dpproxy.pipeline")
 
 PLAN_CACHE_SIZE = 1024
+#: Threads that plan queries (parsing and rewriting: CPU work, off the event loop).
+PLANNING_THREADS = 4
+#: PostgreSQL's lock_not_available: the state store stayed locked by another writer.
+LOCK_NOT_AVAILABLE = "55P03"
 #: ``SET dpproxy.report``: intervals (and bias flags) in a NOTICE only, or also as
 #: ``<name>_ci95`` and ``<name>_bias`` columns.
 Report = Literal["notice", "columns"]
@@ -120,6 +131,94 @@ class PerPlan(Generic[T]):
         return value
 
 
+class Workers:
+    """A bounded pool of threads, shared fairly between analysts.
+
+    Each key (an analyst) has at most one job in flight: its next job waits until the
+    previous one has finished, even when whoever awaited that one has gone (a thread
+    cannot be stopped), so one analyst, however many connections it opens, holds at most
+    one thread and cannot starve the others. Jobs of different keys run in parallel, up
+    to ``threads`` at a time, first come first served.
+    """
+
+    def __init__(self, threads: int, name: str) -> None:
+        self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix=name)
+        self._turns: dict[str, _Turn] = {}
+
+    async def run(self, key: str, work: Callable[[], T]) -> T:
+        """``work()`` on one of the threads, after ``key``'s previous job has finished."""
+        loop = asyncio.get_running_loop()
+        turn = self._turns.get(key)
+        if turn is None:
+            turn = self._turns[key] = _Turn()
+        turn.users += 1
+        try:
+            await turn.lock.acquire()
+        except BaseException:
+            self._leave(key, turn)
+            raise
+        try:
+            job: Future[T] = self._executor.submit(work)
+        except BaseException:
+            self._release(key, turn)
+            raise
+        # Released when the job ends (or is cancelled before it starts), on the loop.
+        job.add_done_callback(lambda _: _call_soon(loop, self._release, key, turn))
+        return await asyncio.wrap_future(job, loop=loop)
+
+    def _release(self, key: str, turn: _Turn) -> None:
+        turn.lock.release()
+        self._leave(key, turn)
+
+    def _leave(self, key: str, turn: _Turn) -> None:
+        turn.users -= 1
+        if turn.users == 0 and self._turns.get(key) is turn:
+            del self._turns[key]
+
+    def close(self) -> None:
+        """Start no more jobs; the ones running finish on their own."""
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+class _Turn:
+    """One key's place in Workers: its lock and how many jobs hold or wait for it."""
+
+    def __init__(self) -> None:
+        self.lock = asyncio.Lock()
+        self.users = 0
+
+
+def _call_soon(
+    loop: asyncio.AbstractEventLoop, callback: Callable[[str, _Turn], None], key: str, turn: _Turn
+) -> None:
+    with contextlib.suppress(RuntimeError):  # the loop is closed: nothing waits any more
+        loop.call_soon_threadsafe(callback, key, turn)
+
+
+def ledger_failure(error: StateStoreError, *, charged: Cost | None = None) -> QueryError:
+    """The client's error for a state store that could not record a query: busy (locked
+    by another process past the store's timeout), or unusable. Logged in one line."""
+    stands = (
+        f"the charge of {charged} stands (it was recorded before the query ran), but its "
+        "outcome could not be recorded, so no answer is given"
+        if charged is not None
+        else "nothing was charged"
+    )
+    if store_is_busy(error):
+        logger.warning("the state store is busy; a statement was not answered: %s", error)
+        return QueryError(
+            LOCK_NOT_AVAILABLE,
+            f"the budget ledger is busy (locked by another process); {stands}",
+            hint="try again in a moment; if it stays busy, ask an admin to look at the dpproxy log",
+        )
+    logger.error("the state store failed; a statement was not answered: %s", error)
+    return QueryError(
+        IO_ERROR,
+        f"the budget ledger cannot be used; {stands}",
+        hint="ask an admin to look at the dpproxy log",
+    )
+
+
 @dataclass(frozen=True)
 class Asker:
     """Who is asking: the analyst, their budget, and where they connect from."""
@@ -142,6 +241,8 @@ class Pipeline:
     described: PerPlan[tuple[ColumnDescription, ...]] = field(
         default_factory=lambda: PerPlan(PLAN_CACHE_SIZE)
     )
+    #: Planning's own threads, one job at a time per analyst (see Workers).
+    planner: Workers = field(default_factory=lambda: Workers(PLANNING_THREADS, "dpproxy-plan"))
 
     async def describe(
         self,
@@ -155,7 +256,12 @@ class Pipeline:
         bias_check: bool = False,
     ) -> tuple[ColumnDescription, ...]:
         """The columns the query would return; plans it but runs and charges nothing."""
-        query_plan = await self._plan(asker, sql, epsilon, mechanism, delta, bias_check=bias_check)
+        try:
+            query_plan = await self._plan(
+                asker, sql, epsilon, mechanism, delta, bias_check=bias_check
+            )
+        except StateStoreError as error:  # recording a refusal failed
+            raise ledger_failure(error) from None
 
         def columns() -> tuple[ColumnDescription, ...]:
             try:
@@ -193,9 +299,11 @@ class Pipeline:
             return cached
         try:
             # In a worker thread, so that the event loop keeps serving other sessions while
-            # a long statement (thousands of terms) is planned. Planning has no deadline of
-            # its own: the rewriter keeps its work linear in the statement's size.
-            made = await asyncio.to_thread(plan, sql, self.catalog, request)
+            # a long statement (thousands of terms) is planned; planning has threads of its
+            # own, one at a time per analyst, so that one analyst's slow plans cannot hold
+            # up the others'. Planning has no deadline of its own: the rewriter keeps its
+            # work linear in the statement's size.
+            made = await self.planner.run(asker.analyst, lambda: plan(sql, self.catalog, request))
         except Rejected as rejection:
             attempt = Attempt(analyst=asker.analyst, client_address=asker.address, sql=sql)
             await self.ledger.refuse(attempt, Decision.REJECTED, rejection.message, asker.budget)
@@ -282,6 +390,34 @@ class Pipeline:
         delta: Decimal = Decimal(0),
         bias_check: bool = False,
     ) -> StatementResult:
+        """The noisy answer, charged. A state store that cannot record the query (locked
+        by another process, or failing) refuses it with a clear error (ledger_failure)."""
+        try:
+            return await self._answer(
+                asker,
+                sql,
+                epsilon,
+                token,
+                mechanism=mechanism,
+                report=report,
+                delta=delta,
+                bias_check=bias_check,
+            )
+        except StateStoreError as error:  # before the charge: nothing was charged
+            raise ledger_failure(error) from None
+
+    async def _answer(
+        self,
+        asker: Asker,
+        sql: str,
+        epsilon: Epsilon,
+        token: CancelToken,
+        *,
+        mechanism: Mechanism,
+        report: Report,
+        delta: Decimal,
+        bias_check: bool,
+    ) -> StatementResult:
         started = time.perf_counter()
         attempt = Attempt(analyst=asker.analyst, client_address=asker.address, sql=sql)
         query_plan = await self._plan(asker, sql, epsilon, mechanism, delta, bias_check=bias_check)
@@ -317,7 +453,8 @@ class Pipeline:
             released = query_plan.release(exact, self.noise)
             answer = self.post.run(released, query_plan.post_sql)
         except (BackendError, ReleaseError, PostProcessError) as failure:
-            await self.ledger.complete(
+            await self._complete(
+                cost,
                 reservation,
                 decision=Decision.FAILED,
                 reason=f"{type(failure).__name__}: {failure}",
@@ -342,22 +479,35 @@ class Pipeline:
                 f"the query failed in the database; the charge of {cost} stands",
                 hint="if it keeps failing, ask an admin to look at the dpproxy log",
             ) from None
-        except BaseException:
+        except BaseException as failure:
             # Anything else (cancellation of the task, a bug): the attempt is still audited.
-            await self.ledger.complete(
+            # Only a shutdown cancels a statement (the server's grace period ran out).
+            reason = (
+                "interrupted: dpproxy was stopped before the query finished"
+                if isinstance(failure, asyncio.CancelledError)
+                else "internal error in dpproxy"
+            )
+            with contextlib.suppress(QueryError):  # logged; the original error goes on
+                await self._complete(
+                    cost,
+                    reservation,
+                    decision=Decision.FAILED,
+                    reason=reason,
+                    rows=None,
+                    duration_ms=_ms_since(started),
+                )
+            raise
+        # Not interrupted by a shutdown's cancellation: a query recorded as accepted is
+        # answered (the server sends the answer, then ends the session).
+        record = await _uninterrupted(
+            self._complete(
+                cost,
                 reservation,
-                decision=Decision.FAILED,
-                reason="internal error in dpproxy",
-                rows=None,
+                decision=Decision.ACCEPTED,
+                reason=None,
+                rows=len(answer.rows),
                 duration_ms=_ms_since(started),
             )
-            raise
-        record = await self.ledger.complete(
-            reservation,
-            decision=Decision.ACCEPTED,
-            reason=None,
-            rows=len(answer.rows),
-            duration_ms=_ms_since(started),
         )
         # Only an answer whose release is on record is given again for free.
         if self.answers is not None and version is not None:
@@ -391,6 +541,27 @@ class Pipeline:
             bias_check=bias_check,
         )
         return replace(result, notices=result.notices + notes)
+
+    async def _complete(
+        self,
+        cost: Cost,
+        reservation: Reservation,
+        *,
+        decision: Decision,
+        reason: str | None,
+        rows: int | None,
+        duration_ms: float,
+    ) -> AuditRecord:
+        """Record the outcome of a charged query. If the state store cannot (busy past its
+        timeout, or failing), the charge recorded by the reservation stands and no answer
+        is given: an answer is released only once its record is written. The reservation
+        stays open until dpproxy next starts, which records it as failed."""
+        try:
+            return await self.ledger.complete(
+                reservation, decision=decision, reason=reason, rows=rows, duration_ms=duration_ms
+            )
+        except StateStoreError as error:
+            raise ledger_failure(error, charged=cost) from None
 
     async def _cached(
         self,
@@ -447,6 +618,27 @@ class Pipeline:
             rows=answer.rows,
             notices=(notice,),
         )
+
+
+async def _uninterrupted(work: Coroutine[Any, Any, T]) -> T:
+    """``work``'s result, awaited to the end even if this task is cancelled meanwhile (the
+    cancellation is then withdrawn: it came from a shutdown's grace period running out,
+    and the server ends the session once this statement is answered)."""
+    job = asyncio.ensure_future(work)
+    withdrawn = False
+    while True:
+        try:
+            result = await asyncio.shield(job)
+        except asyncio.CancelledError:
+            if job.cancelled():
+                raise
+            withdrawn = True
+            continue
+        break
+    task = asyncio.current_task()
+    if withdrawn and task is not None:
+        task.uncancel()
+    return result
 
 
 def _intervals(query_plan: Plan, report: Report) -> tuple[ReportColumn, ...] | None:

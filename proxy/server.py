@@ -54,11 +54,20 @@ from proxy.protocol.scram import (
     ScramProtocolError,
 )
 from proxy.protocol.states import ConnectionState, transition
-from proxy.seam import Application, ClientInfo, QueryError, Session, StatementResult
+from proxy.seam import (
+    Application,
+    ClientInfo,
+    QueryError,
+    Session,
+    StatementResult,
+    TransactionStatus,
+)
 
 logger = logging.getLogger(__name__)
 
 INTERNAL_ERROR_MESSAGE = "internal error in dpproxy; the statement was not answered"
+ADMIN_SHUTDOWN = "57P01"
+SHUTDOWN_MESSAGE = "terminating connection due to administrator command"
 FUNCTION_CALL_MESSAGE = "dpproxy does not support the function call protocol"
 TLS_REQUIRED_MESSAGE = (
     "dpproxy accepts only encrypted connections; connect with sslmode=require "
@@ -68,11 +77,21 @@ DEFAULT_STARTUP_TIMEOUT = 60.0
 _READ_SIZE = 1 << 16
 _FLUSH_SIZE = 1 << 16
 _EXTENDED = (Parse, Bind, Describe, Execute, Close)
+# While the server shuts down: the messages still handled (they finish what the client
+# already asked for); any other ends the connection with SHUTDOWN_MESSAGE.
+_FINISHING = (Sync, Flush, Close, Terminate)
+# After the grace period and the cancellation of busy handlers: how long their goodbyes
+# may take before their sockets are cut.
+_ABORT_AFTER = 1.0
 _CANCEL_KEY = struct.Struct("!iI")
 
 
 class _Closed(Exception):
     """Internal: the connection must end now (the answer, if any, is already queued)."""
+
+
+class _ShuttingDown(Exception):
+    """Internal: the server is shutting down; the connection ends with a FATAL 57P01."""
 
 
 def encode_result(result: StatementResult) -> bytes:
@@ -166,25 +185,37 @@ class Server:
         if self._server is not None:
             await self._server.serve_forever()
 
+    @property
+    def closing(self) -> bool:
+        """True once close() was called: connections end as soon as they are idle."""
+        return self._closing
+
     async def close(self, *, grace: float = 5.0) -> None:
         """Stop listening and end every open connection (their sessions are closed).
 
-        Sockets are closed first so that idle connections end by themselves; handlers
-        still busy (a statement running) after ``grace`` seconds are cancelled.
+        As PostgreSQL: idle connections get a FATAL admin_shutdown (57P01) error and are
+        closed at once. A connection busy with a statement finishes it and sends its
+        answer (an answer already charged is not lost), then gets the same error; one
+        still busy after ``grace`` seconds is cancelled (its statement is recorded as
+        failed) and gets the error too.
         """
         server, self._server = self._server, None
         self._closing = True
         if server is not None:
             server.close()
         for conn in list(self._connections):
-            conn.writer.close()
+            conn.shutdown_if_idle()
         tasks = list(self._tasks)
         if tasks:
             _, pending = await asyncio.wait(tasks, timeout=grace)
             for task in pending:
                 task.cancel()
             if pending:
-                await asyncio.wait(pending)
+                _, stuck = await asyncio.wait(pending, timeout=_ABORT_AFTER)
+                if stuck:  # a client that reads nothing: cut its socket
+                    for conn in list(self._connections):
+                        conn.writer.transport.abort()
+                    await asyncio.wait(stuck)
         if server is not None:
             await server.wait_closed()
 
@@ -193,6 +224,7 @@ class Server:
         if task is not None:
             self._tasks.add(task)
         conn = _Connection(self, reader, writer)
+        conn.task = task
         self._connections.add(conn)
         try:
             await conn.run()
@@ -256,6 +288,10 @@ class _Connection:
         self.out_size = 0
         self.extended = ExtendedQueries()
         self.encrypted = False
+        # False only while waiting for the client (nothing of its own under way): then a
+        # shutdown ends the connection at once (shutdown_if_idle).
+        self.busy = True
+        self.task: asyncio.Task[None] | None = None
         peer = writer.get_extra_info("peername")
         self.address = str(peer[0]) if isinstance(peer, tuple) and peer else str(peer or "")
 
@@ -276,18 +312,34 @@ class _Connection:
     async def read(self) -> FrontendMessage | None:
         """The next message, or None at end of stream. Output is written when the client
         has nothing more buffered for us (one write per batch of pipelined messages), or
-        sooner once _FLUSH_SIZE bytes are waiting."""
+        sooner once _FLUSH_SIZE bytes are waiting. While the server shuts down, raises
+        _ShuttingDown instead of waiting for the client or starting anything new."""
         while True:
             if self.out_size >= _FLUSH_SIZE:
                 await self.flush()
             msg = self.decoder.next_message()
             if msg is not None:
+                if self.server.closing and not isinstance(msg, _FINISHING):
+                    raise _ShuttingDown
                 return msg
             await self.flush()
-            data = await self.reader.read(_READ_SIZE)
+            if self.server.closing:
+                raise _ShuttingDown
+            self.busy = False
+            try:
+                data = await self.reader.read(_READ_SIZE)
+            finally:
+                self.busy = True
             if not data:
                 return None
             self.decoder.append(data)
+
+    def shutdown_if_idle(self) -> None:
+        """The server shuts down: end this connection now if it is waiting for its client
+        (its task is cancelled there, and run() says goodbye); a busy one ends when it has
+        answered (read() raises _ShuttingDown)."""
+        if not self.busy and self.task is not None:
+            self.task.cancel()
 
     def move(self, target: ConnectionState) -> None:
         self.state = transition(self.state, target)
@@ -310,6 +362,16 @@ class _Connection:
             )
         except _Closed:
             pass
+        except _ShuttingDown:
+            self.send(codec.error_response(ADMIN_SHUTDOWN, SHUTDOWN_MESSAGE, severity="FATAL"))
+        except asyncio.CancelledError:
+            # Only Server.close cancels a connection: idle, or busy past the grace period.
+            if not self.server.closing:
+                raise
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+            self.send(codec.error_response(ADMIN_SHUTDOWN, SHUTDOWN_MESSAGE, severity="FATAL"))
         except (ConnectionError, OSError) as exc:
             logger.debug("connection from %s lost: %s", self.address, exc)
         except Exception:
@@ -331,9 +393,11 @@ class _Connection:
                 await session.close()
             except Exception:
                 logger.exception("Session.close() failed")
-        with contextlib.suppress(ConnectionError, OSError):
-            await self.flush()
-        self.writer.close()
+        try:
+            with contextlib.suppress(ConnectionError, OSError):
+                await self.flush()
+        finally:
+            self.writer.close()
         with contextlib.suppress(ConnectionError, OSError):
             await self.writer.wait_closed()
 
@@ -474,13 +538,13 @@ class _Connection:
             if self.state is ConnectionState.IN_EXTENDED_ERROR:
                 if isinstance(msg, Sync):
                     self.move(ConnectionState.READY)
-                    self.send(codec.ready_for_query(_status(session)))
+                    self.ready(session)
                 continue
             if isinstance(msg, Query):
                 self.extended.forget_unnamed()
                 await self.query(session, msg.sql)
             elif isinstance(msg, Sync):
-                self.send(codec.ready_for_query(_status(session)))
+                self.ready(session)
             elif isinstance(msg, Flush):
                 await self.flush()
             elif isinstance(msg, _EXTENDED):
@@ -500,6 +564,13 @@ class _Connection:
                 # CopyData/CopyDone/CopyFail outside COPY are ignored, as PostgreSQL does.
             else:
                 raise ProtocolViolation(f"unexpected {type(msg).__name__} message")
+
+    def ready(self, session: Session) -> None:
+        """ReadyForQuery. Outside a transaction block the (implicit) transaction has ended,
+        and its portals with it (``ExtendedQueries.sync``)."""
+        status = _status(session)
+        self.extended.sync(TransactionStatus(status))
+        self.send(codec.ready_for_query(status))
 
     async def extended_message(
         self, session: Session, msg: Parse | Bind | Describe | Execute | Close
@@ -543,7 +614,7 @@ class _Connection:
         self.send(response)
         if fatal:
             raise _Closed
-        self.send(codec.ready_for_query(_status(session)))
+        self.ready(session)
 
 
 def _status(session: Session) -> bytes:

@@ -14,10 +14,22 @@ from pathlib import Path
 from typing import Any
 
 from accountant import AuditRecord, Decision, format_delta
-from proxy.admin.common import FORMATS, CommandError, emit, open_store, parse_time, render
+from proxy.admin.common import (
+    FORMATS,
+    CommandError,
+    emit,
+    open_store,
+    parse_time,
+    printable,
+    render,
+)
 from proxy.settings import Settings
 
 EXIT_BROKEN = 1
+#: The largest record id a state store holds (a signed 64-bit integer).
+MAX_RECORD_ID = 2**63 - 1
+#: What `audit show` prints as it is (the SQL's lines); other control characters are escaped.
+_SHOWN_AS_IS = "\n\t"
 
 LIST_COLUMNS = (
     ("id", "id"),
@@ -93,14 +105,22 @@ def audit_list(settings: Settings, args: argparse.Namespace, command: str) -> in
 
 
 def audit_show(settings: Settings, args: argparse.Namespace, command: str) -> int:
+    missing = f"no audit record {args.id}; `dpproxy audit list` shows the ids"
+    if args.id > MAX_RECORD_ID:
+        raise CommandError(f"{missing} (they are at most {MAX_RECORD_ID})")
     with open_store(settings, command, seed_config=False) as store:
         found = store.audit_records(record_id=args.id)
     if not found:
-        raise CommandError(f"no audit record {args.id}; `dpproxy audit list` shows the ids")
+        raise CommandError(missing)
     data = row(found[0])
     if args.format == "table":
         width = max(len(k) for k in data)
-        emit("\n".join(f"{k.ljust(width)}  {'' if v is None else v}" for k, v in data.items()))
+        emit(
+            "\n".join(
+                f"{k.ljust(width)}  {'' if v is None else printable(str(v), keep=_SHOWN_AS_IS)}"
+                for k, v in data.items()
+            )
+        )
     else:
         emit(render([data], args.format, columns=LIST_COLUMNS, empty=""))
     return 0

@@ -7,6 +7,7 @@ import getpass
 import io
 import json
 import sys
+import unicodedata
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -124,8 +125,28 @@ def render(
 def _cell(value: object) -> str:
     if value is None:
         return ""
-    text = " ".join(str(value).split())
+    text = printable(" ".join(str(value).split()))
     return text if len(text) <= 60 else text[:59] + "…"
+
+
+#: Unicode categories written as escapes: control characters (terminal escape sequences
+#: start with ESC), format characters (bidirectional overrides reorder what a terminal
+#: shows) and lone surrogates (bytes that were not UTF-8).
+_ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Cs"})
+
+
+def printable(text: str, *, keep: str = "") -> str:
+    """``text`` safe to print on a terminal: control and format characters (except those
+    in ``keep``) are written as Python escapes (ESC as ``\\x1b``). User names of failed
+    logins and the SQL analysts send are whatever a client sent."""
+    if text.isprintable():
+        return text
+    return "".join(
+        ch.encode("unicode_escape", "backslashreplace").decode("ascii")
+        if ch not in keep and unicodedata.category(ch) in _ESCAPED_CATEGORIES
+        else ch
+        for ch in text
+    )
 
 
 def emit(text: str) -> None:

@@ -1,12 +1,12 @@
 """The in-memory DuckDB holding the emulated catalog, one per server.
 
 It holds no data of any database: only the rows of ``contents.py``. It cannot read files
-or load extensions, and every query is interrupted after a few seconds.
+or load extensions, every query is interrupted after a few seconds, and its answer is
+fetched in small batches and given up past MAX_ROWS rows or MAX_BYTES bytes.
 """
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,6 +23,10 @@ from rewriter import Catalog
 
 TIMEOUT_SECONDS = 5.0
 MAX_ROWS = 100_000
+#: The largest answer (about: the length of its text values, 8 bytes for other values).
+MAX_BYTES = 64 * 1024 * 1024
+MEMORY_LIMIT = "256MB"
+_MAX_BATCH = 2048  # rows fetched at a time, at most (fewer while the rows are large)
 _KEYWORD_DESCRIPTIONS = {
     "U": "unreserved",
     "C": "unreserved (cannot be function or type name)",
@@ -40,11 +44,16 @@ class CatalogQueryTooLong(CatalogQueryFailed):
     """The query ran longer than TIMEOUT_SECONDS or returned more than MAX_ROWS rows."""
 
 
+class CatalogResultTooLarge(CatalogQueryFailed):
+    """The answer is larger than MAX_BYTES, or the query needs more than MEMORY_LIMIT."""
+
+
 @dataclass(frozen=True)
 class QueryOutput:
     column_names: tuple[str, ...]
     column_types: tuple[str, ...]  # DuckDB type names
     rows: list[tuple[object, ...]]
+    size: int = 0  # about how many bytes the rows hold (see value_size)
 
 
 class CatalogDatabase:
@@ -55,15 +64,13 @@ class CatalogDatabase:
         for statement in (
             "SET enable_external_access = false",
             "SET threads = 1",
-            "SET memory_limit = '256MB'",
+            f"SET memory_limit = '{MEMORY_LIMIT}'",
             "SET lock_configuration = true",
         ):
             self._connection.execute(statement)
 
-    async def run(self, sql: str) -> QueryOutput:
-        return await asyncio.to_thread(self.run_blocking, sql)
-
     def run_blocking(self, sql: str) -> QueryOutput:
+        """Run ``sql`` (blocks: call it from a worker thread, see CatalogResponder)."""
         with self._lock:
             cursor = self._connection.cursor()
         timer = threading.Timer(TIMEOUT_SECONDS, cursor.interrupt)
@@ -71,22 +78,65 @@ class CatalogDatabase:
         try:
             cursor.execute(sql)
             description = cursor.description or []
-            rows = cursor.fetchmany(MAX_ROWS + 1)
+            rows, size = _fetch(cursor)
         except duckdb.InterruptException:
             raise CatalogQueryTooLong(f"stopped after {TIMEOUT_SECONDS:g} s") from None
+        except duckdb.OutOfMemoryException:
+            raise CatalogResultTooLarge(
+                f"it needs more than the {MEMORY_LIMIT} of memory catalog queries may use"
+            ) from None
         except duckdb.Error as error:
             raise CatalogQueryFailed(str(error).split("\n", 1)[0]) from None
         finally:
             timer.cancel()
             cursor.close()
-        if len(rows) > MAX_ROWS:
-            raise CatalogQueryTooLong(f"more than {MAX_ROWS} rows")
         return QueryOutput(
-            tuple(str(d[0]) for d in description), tuple(str(d[1]) for d in description), rows
+            tuple(str(d[0]) for d in description),
+            tuple(str(d[1]) for d in description),
+            rows,
+            size,
         )
 
     def close(self) -> None:
         self._connection.close()
+
+
+def _fetch(cursor: duckdb.DuckDBPyConnection) -> tuple[list[tuple[object, ...]], int]:
+    """The rows of the query run on ``cursor`` and their size, fetched a few at a time:
+    as many as are expected to fit in what is left of MAX_BYTES (at least one row, at
+    most _MAX_BATCH), so that an answer too large is given up after little more than
+    MAX_BYTES were fetched. Raises CatalogQueryTooLong past MAX_ROWS rows and
+    CatalogResultTooLarge past MAX_BYTES."""
+    rows: list[tuple[object, ...]] = []
+    size = 0
+    batch = 1
+    while True:
+        fetched = cursor.fetchmany(batch)
+        if not fetched:
+            return rows, size
+        size += sum(value_size(row) for row in fetched)
+        rows.extend(fetched)
+        if size > MAX_BYTES:
+            raise CatalogResultTooLarge(
+                f"its answer is larger than {MAX_BYTES // (1024 * 1024)} MB"
+            )
+        if len(rows) > MAX_ROWS:
+            raise CatalogQueryTooLong(f"more than {MAX_ROWS} rows")
+        fitting = (MAX_BYTES - size) // (size // len(rows) + 1)
+        batch = max(1, min(batch * 4, _MAX_BATCH, fitting, MAX_ROWS + 1 - len(rows)))
+
+
+def value_size(value: object) -> int:
+    """About how many bytes ``value`` (a row, or one of its values) takes in an answer:
+    the length of text and binary values, 8 bytes for any other, nested lists and
+    structs counted whole."""
+    if isinstance(value, str | bytes):
+        return 8 + len(value)
+    if isinstance(value, list | tuple):
+        return 8 + sum(value_size(item) for item in value)
+    if isinstance(value, dict):
+        return 8 + sum(value_size(k) + value_size(v) for k, v in value.items())
+    return 8
 
 
 def _build(

@@ -16,6 +16,8 @@ from proxy.seam import StatementResult
 
 RESULT_CACHE_SIZE = 256
 MAX_CACHED_ROWS = 1000
+#: Larger answers are not kept (at most 64 MB in all, with RESULT_CACHE_SIZE answers).
+MAX_CACHED_BYTES = 256 * 1024
 # Anything that may change between two runs of the same SQL (conservative: a false match
 # only means the answer is computed again).
 _VOLATILE = re.compile(
@@ -37,8 +39,9 @@ class ResultCache:
             self._results.move_to_end(sql)
         return found
 
-    def put(self, sql: str, result: StatementResult) -> None:
-        if len(result.rows) > MAX_CACHED_ROWS or _VOLATILE.search(sql):
+    def put(self, sql: str, result: StatementResult, size: int = 0) -> None:
+        """Keep ``result`` unless it is large (``size``: about its bytes) or may change."""
+        if len(result.rows) > MAX_CACHED_ROWS or size > MAX_CACHED_BYTES or _VOLATILE.search(sql):
             return
         self._results[sql] = result
         if len(self._results) > self._size:

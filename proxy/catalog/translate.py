@@ -75,10 +75,11 @@ _OPERATORS: Mapping[str, type[exp.Expression]] = {
 class CatalogRefused(Exception):
     """A catalog query dpproxy cannot answer; the message says what instead."""
 
-    def __init__(self, message: str, hint: str | None = None) -> None:
+    def __init__(self, message: str, hint: str | None = None, sqlstate: str = "0A000") -> None:
         super().__init__(message)
         self.message = message
         self.hint = hint
+        self.sqlstate = sqlstate  # feature_not_supported, unless said otherwise
 
 
 @dataclass(frozen=True)
@@ -108,11 +109,18 @@ def translate(
     tree = catalog_tree(sql, session.user)
     if tree is None:
         return None
-    names = _output_names(tree)
-    rewritten = _bottom_up(tree.copy(), lambda node: _rewrite(node, session, parameters))
-    if names is not None:
-        _set_output_names(rewritten, names)
-    return Translation(rewritten.sql(dialect="duckdb"), names)
+    try:
+        names = _output_names(tree)
+        rewritten = _bottom_up(tree.copy(), lambda node: _rewrite(node, session, parameters))
+        if names is not None:
+            _set_output_names(rewritten, names)
+        return Translation(rewritten.sql(dialect="duckdb"), names)
+    except RecursionError:
+        # The syntax tree is deeper than Python's recursion allows (thousands of terms
+        # nested, e.g. 1+1+...+1): refused as PostgreSQL refuses too deep a statement.
+        raise CatalogRefused(
+            "the statement is nested too deeply", hint="simplify the query", sqlstate="54001"
+        ) from None
 
 
 def remembered_translation(
