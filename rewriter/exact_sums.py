@@ -178,7 +178,7 @@ class _Builder:
             return self._case(node)
         if isinstance(node, exp.Coalesce):
             parts = [self.build(p) for p in [node.this, *node.expressions]]
-            first, *rest = (p for p, _, _ in parts)
+            first, *rest = (_narrow(p, s) for p, s, _ in parts)
             chosen = exp.Coalesce(this=first, expressions=rest)
             return chosen, max(s for _, s, _ in parts), max(m for _, _, m in parts)
         raise _NotExact
@@ -189,12 +189,13 @@ class _Builder:
         for branch in node.args.get("ifs") or []:
             value, branch_scale, branch_size = self.build(branch.args["true"])
             scale, magnitude = max(scale, branch_scale), max(magnitude, branch_size)
+            value = _narrow(value, branch_scale)
             branches.append(exp.If(this=self.clean_condition(branch.this), true=value))
         case = exp.Case(ifs=branches)
         default = node.args.get("default")
         if default is not None:
             value, default_scale, default_size = self.build(default)
-            case.set("default", value)
+            case.set("default", _narrow(value, default_scale))
             scale, magnitude = max(scale, default_scale), max(magnitude, default_size)
         return case, scale, magnitude
 
@@ -220,9 +221,11 @@ class _Builder:
         whole_digits, scale = info.digits
         # Bounds rounded inwards to the column's decimal places: the clamped values lie
         # within the declared bounds exactly, and they are the column's type.
+        # The bounds as written (repr: 99.99, not the double's 99.98999…), which the
+        # per-row path's clamp reaches too.
         unit = Decimal(1).scaleb(-scale)
-        lower = (Decimal(bounds[0]) / unit).to_integral_value(rounding="ROUND_CEILING") * unit
-        upper = (Decimal(bounds[1]) / unit).to_integral_value(rounding="ROUND_FLOOR") * unit
+        lower = (_written(bounds[0]) / unit).to_integral_value(rounding="ROUND_CEILING") * unit
+        upper = (_written(bounds[1]) / unit).to_integral_value(rounding="ROUND_FLOOR") * unit
         if lower > upper:
             raise _NotExact
         self.decimal_columns += 1
@@ -231,6 +234,22 @@ class _Builder:
         if whole_digits + scale > 18:  # its clamped values fit DECIMAL(18): computed as such
             clamp = exp.Cast(this=clamp, to=_decimal_type(scale))
         return clamp, scale, float(max(abs(lower), abs(upper)))
+
+
+def _written(bound: float) -> Decimal:
+    return Decimal(repr(float(bound)))
+
+
+def _narrow(value: exp.Expr, scale: int) -> exp.Expr:
+    """A CASE or COALESCE branch as DECIMAL(18, scale), which holds it (its magnitude is
+    checked): DuckDB gives a CASE the widest branch's digits and the most places, and
+    when they pass 38 it drops places, rounding every value (``(qty + 1) * (qty + 1)`` is
+    a DECIMAL(38, 0)). A literal is one already."""
+    if isinstance(value, exp.Cast) or (
+        isinstance(value, exp.Neg) and isinstance(value.this, exp.Cast)
+    ):
+        return value
+    return exp.Cast(this=value, to=_decimal_type(scale))
 
 
 def _integer(value: int) -> exp.Expr:

@@ -101,15 +101,24 @@ def _plain(node: exp.Expr) -> bool:
     found = _DIGITS.fullmatch(node.this.this) if _number(node.this) else None
     if found is None:
         return False
-    whole, places = len(found.group(1).lstrip("0")), len(found.group(2) or "")
+    digits, places = found.group(1), found.group(2) or ""
+    whole = len(digits.lstrip("0"))
     if node.to.is_type(exp.DataType.Type.DOUBLE):
-        return whole <= _DOUBLE_DIGITS
+        # Neither too large nor so small that PostgreSQL underflows (1e-400).
+        return whole <= _DOUBLE_DIGITS and len(places) <= _DOUBLE_DIGITS
     if node.to.is_type(exp.DataType.Type.DECIMAL):
         params = [p.name for p in node.to.expressions]
         if len(params) != 2 or not all(p.isdigit() for p in params):
             return False
         precision, scale = int(params[0]), int(params[1])
-        return places <= scale and whole <= precision - scale
+        # DuckDB reads a literal of more than 18 digits (leading zeros counted) as a
+        # DOUBLE, whose cast can round up past the type (0.999…9 to 1.0).
+        return (
+            1 <= precision <= _DECIMAL_DIGITS
+            and len(digits) + len(places) <= _LITERAL_DIGITS
+            and len(places) <= scale
+            and whole <= precision - scale
+        )
     return False
 
 
@@ -119,3 +128,5 @@ def _number(node: exp.Expr) -> bool:
 
 _DIGITS = re.compile(r"(\d+)(?:\.(\d*))?")
 _DOUBLE_DIGITS = 300  # a number below 10^300 is a finite DOUBLE
+_DECIMAL_DIGITS = 38
+_LITERAL_DIGITS = 18  # DuckDB reads a longer number as a DOUBLE

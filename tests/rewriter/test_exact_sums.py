@@ -27,6 +27,7 @@ from rewriter import (
 )
 from rewriter.exact_sums import COUNT_SUFFIX
 from tests.rewriter.coupling import in_key_order, sensitivity
+from tests.rewriter.noise import ZeroNoise
 
 COLUMNS = {
     "sale_id": ColumnType.INTEGER,
@@ -278,3 +279,48 @@ def test_which_arguments_are_summed_exactly(argument: str, exact: bool) -> None:
     made = plan(f"SELECT SUM({argument}) FROM sales", CATALOG, PlanRequest(1.0))
     assert _exact_sums(made.sql) == int(exact)
     database([(1, "A", Decimal("5.5"), Decimal("0.1"), 4, Decimal(7))]).execute(made.sql)
+
+
+def _released(query: str, policy: TablePolicy, sales: list[Sale]) -> list[object]:
+    catalog = build_catalog(
+        {"sales": COLUMNS},
+        {"sales": policy},
+        schema="main",
+        digits={"sales": DIGITS},
+        finite_decimals=True,
+    )
+    made = plan(query, catalog, PlanRequest(1.0))
+    assert _exact_sums(made.sql) >= 1
+    found = database(sales).execute(made.sql).fetchall()
+    return list(made.release(found, ZeroNoise()).rows[0])
+
+
+def test_values_on_a_declared_bound_are_kept() -> None:
+    """Bounds of 99.99 and 0.3 are what they say (review: the double 99.99 is 99.98999…,
+    which rounded inwards to 99.98 clamped every 99.99 to it)."""
+    columns = {
+        "price": ColumnPolicy(lower=0, upper=99.99),
+        "rate": ColumnPolicy(lower=0.3, upper=0.6),
+    }
+    policy = POLICY.model_copy(update={"columns": columns})
+    sales: list[Sale] = [(p, "A", Decimal("99.99"), Decimal("0.3"), 1, None) for p in (1, 2, 3)]
+    total, average, rates = _released(
+        "SELECT SUM(price), AVG(price), SUM(rate) FROM sales", policy, sales
+    )
+    assert total == pytest.approx(3 * 99.99, abs=0.01)
+    assert average == pytest.approx(99.99, abs=0.001)
+    assert rates == pytest.approx(0.9, abs=0.001)
+
+
+def test_case_branches_keep_their_decimal_places() -> None:
+    """A wide branch ((qty + 1) * (qty + 1) is a DECIMAL(38, 0) on DuckDB) beside a
+    DECIMAL(9, 2) made DuckDB drop the CASE's places and round 12.49 to 12 (review)."""
+    sales: list[Sale] = [(p, "A", Decimal("12.49"), Decimal("0.3"), 2, None) for p in (1, 2, 3)]
+    total, average = _released(
+        "SELECT SUM(CASE WHEN qty > 5 THEN (qty + 1) * (qty + 1) ELSE price END), "
+        "AVG(COALESCE(rate, (qty + 1) * (qty + 1))) FROM sales",
+        POLICY,
+        sales,
+    )
+    assert total == pytest.approx(3 * 12.49, abs=0.01)
+    assert average == pytest.approx(0.3, abs=0.001)
