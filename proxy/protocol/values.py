@@ -3,13 +3,22 @@
 Parameters arrive in Bind as text or binary bytes, tagged by the statement's type OIDs;
 :func:`decode_parameter` turns them into Python values (or raises :class:`ValueFormatError`
 with the SQLSTATE PostgreSQL uses). Results are kept as text; :func:`encode_binary` turns
-one text value into PostgreSQL's binary format for the types dpproxy can send that way.
+one text value into PostgreSQL's binary format for the types dpproxy can send that way
+(:data:`BINARY_RESULT_TYPES`, decided per column before a statement runs and is charged).
+
+Dates and times are sent as PostgreSQL sends them with integer datetimes: counts of days
+(date, int32) or microseconds (timestamp, int64) from 2000-01-01, of microseconds from
+midnight (time), and microseconds, days and months (interval); ±infinity are the largest
+and smallest integers. The texts they come from are those dpproxy produces: Python's
+``isoformat`` (years 1 to 9999), DuckDB's own text for other years (``12000-01-01``,
+``0044-03-15 (BC) 12:00:00``) and PostgreSQL's (``0044-03-15 12:00:00 BC``, ``infinity``).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import math
+import re
 import struct
 import uuid
 from decimal import Decimal, InvalidOperation
@@ -33,6 +42,7 @@ DATE = 1082
 TIME = 1083
 TIMESTAMP = 1114
 TIMESTAMPTZ = 1184
+INTERVAL = 1186
 NUMERIC = 1700
 UUID = 2950
 UNSPECIFIED = 0
@@ -56,7 +66,12 @@ PARAMETER_TYPES = (
         UUID,
     }
 )
-BINARY_RESULT_TYPES = TEXT_TYPES | INTEGER_TYPES | FLOAT_TYPES | {BOOL, NUMERIC, DATE}
+DATETIME_TYPES = frozenset({DATE, TIME, TIMESTAMP, TIMESTAMPTZ, INTERVAL})
+#: The result types :func:`encode_binary` sends in binary: a column of another type asked
+#: for in binary is sent in text after a Describe, and refused (uncharged) without one.
+BINARY_RESULT_TYPES = (
+    TEXT_TYPES | INTEGER_TYPES | FLOAT_TYPES | DATETIME_TYPES | {BOOL, NUMERIC, UUID}
+)
 
 TYPE_NAMES = {
     BOOL: "boolean",
@@ -75,8 +90,10 @@ TYPE_NAMES = {
     UNKNOWN: "unknown",
     UNSPECIFIED: "unknown",
     DATE: "date",
+    TIME: "time without time zone",
     TIMESTAMP: "timestamp without time zone",
     TIMESTAMPTZ: "timestamp with time zone",
+    INTERVAL: "interval",
     UUID: "uuid",
 }
 
@@ -85,6 +102,7 @@ INVALID_BINARY_REPRESENTATION = "22P03"
 NUMERIC_OUT_OF_RANGE = "22003"
 CHARACTER_NOT_IN_REPERTOIRE = "22021"
 FEATURE_NOT_SUPPORTED = "0A000"
+DATETIME_FIELD_OVERFLOW = "22008"
 
 _INT_LIMITS = {
     INT2: (-(2**15), 2**15 - 1),
@@ -98,6 +116,9 @@ _FLOAT4 = struct.Struct("!f")
 _FLOAT8 = struct.Struct("!d")
 _INT32 = struct.Struct("!i")
 _INT64 = struct.Struct("!q")
+_INTERVAL = struct.Struct("!qii")  # microseconds, days, months
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _NUMERIC_HEADER = struct.Struct("!HhHH")  # ndigits, weight, sign, dscale
 _EPOCH = dt.date(2000, 1, 1)
 _EPOCH_DATETIME = dt.datetime(2000, 1, 1)  # noqa: DTZ001 (PostgreSQL's epoch, naive by definition)
@@ -355,8 +376,10 @@ def encode_binary(oid: int, text: str) -> bytes:
             return b"\x01" if text.strip().lower() in _TRUE else b"\x00"
         if oid == NUMERIC:
             return _numeric_to_binary(Decimal(text))
-        if oid == DATE:
-            return _INT32.pack((dt.date.fromisoformat(text) - _EPOCH).days)
+        if oid == UUID:
+            return uuid.UUID(text.strip()).bytes
+        if oid in DATETIME_TYPES:
+            return _datetime_to_binary(oid, text)
     except (ValueError, struct.error, InvalidOperation, OverflowError):
         raise ValueFormatError(
             INVALID_TEXT_REPRESENTATION, f"cannot send {text[:40]!r} as binary {type_name(oid)}"
@@ -365,6 +388,192 @@ def encode_binary(oid: int, text: str) -> bytes:
         FEATURE_NOT_SUPPORTED,
         f"dpproxy cannot send {type_name(oid)} values in binary format",
     )
+
+
+# A date, or a timestamp with an optional time zone offset, as Python's isoformat, DuckDB
+# (years after 9999 in full, "(BC)" after the date) and PostgreSQL (" BC" at the end) write
+# them. PostgreSQL numbers the years BC as DuckDB does: 1 BC is year 0, 44 BC year -43.
+_TIMESTAMP_TEXT = re.compile(
+    r"(?P<year>\d{4,})-(?P<month>\d{2})-(?P<day>\d{2})(?P<duckdb_bc> \(BC\))?"
+    r"(?:[ T](?P<time>\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?))?"
+    r"(?P<zone>Z|[+-]\d{2}(?::?\d{2}(?::?\d{2})?)?)?(?P<bc> BC)?",
+    re.ASCII,
+)
+_TIME_TEXT = re.compile(
+    r"(?P<hour>\d{2}):(?P<minute>\d{2})(?::(?P<second>\d{2})(?:\.(?P<fraction>\d+))?)?",
+    re.ASCII,
+)
+_ZONE_TEXT = re.compile(
+    r"(?P<sign>[+-])(?P<hour>\d{2}):?(?P<minute>\d{2})?:?(?P<second>\d{2})?", re.ASCII
+)
+# Python's str(timedelta), which the catalog sends for DuckDB's intervals: "-1 day, 23:59:59".
+_TIMEDELTA_TEXT = re.compile(
+    r"(?:(?P<days>-?\d+) days?, )?(?P<time>\d+:\d{2}:\d{2}(?:\.\d+)?)", re.ASCII
+)
+# PostgreSQL's interval output (IntervalStyle postgres): "1 year 2 mons -3 days -04:05:06.5".
+_INTERVAL_TEXT = re.compile(
+    r"(?:(?P<years>[+-]?\d+) years?(?: |$))?(?:(?P<months>[+-]?\d+) mons?(?: |$))?"
+    r"(?:(?P<days>[+-]?\d+) days?(?: |$))?(?P<sign>[+-])?(?P<time>\d+:\d{2}:\d{2}(?:\.\d+)?)?",
+    re.ASCII,
+)
+_INFINITIES = {"infinity": 1, "+infinity": 1, "-infinity": -1}
+_MICROS_PER_SECOND = 1_000_000
+_MICROS_PER_DAY = 86_400 * _MICROS_PER_SECOND
+_DAYS_1970_TO_2000 = 10_957
+
+
+def _datetime_to_binary(oid: int, text: str) -> bytes:
+    """A date, time, timestamp, timestamptz or interval in PostgreSQL's binary format
+    (integer datetimes), from its text; ValueError if the text is not one, or
+    ValueFormatError if its value does not fit the binary format."""
+    stripped = text.strip()
+    if oid == TIME:
+        return _INT64.pack(_time_micros(stripped))
+    if oid == INTERVAL:
+        return _interval_to_binary(stripped)
+    infinite = _INFINITIES.get(stripped.lower())
+    if oid == DATE:
+        if infinite is not None:
+            return _INT32.pack(_INT32_MAX if infinite > 0 else _INT32_MIN)
+        days = _timestamp_micros(oid, stripped) // _MICROS_PER_DAY
+        if not _INT32_MIN < days < _INT32_MAX:
+            raise _out_of_range(oid, text)
+        return _INT32.pack(days)
+    if infinite is not None:
+        return _INT64.pack(_INT64_MAX if infinite > 0 else _INT64_MIN)
+    micros = _timestamp_micros(oid, stripped)
+    if not _INT64_MIN < micros < _INT64_MAX:
+        raise _out_of_range(oid, text)
+    return _INT64.pack(micros)
+
+
+def _out_of_range(oid: int, text: str) -> ValueFormatError:
+    return ValueFormatError(
+        DATETIME_FIELD_OVERFLOW,
+        f"{text[:40]!r} is out of the range of binary {type_name(oid)}: ask for text results",
+    )
+
+
+def _timestamp_micros(oid: int, text: str) -> int:
+    """Microseconds from 2000-01-01 00:00:00 to ``text``: for a date, the start of its day
+    (a time is ignored, as PostgreSQL's date input does); for a timestamp, its wall-clock
+    time (a zone offset is ignored, as PostgreSQL's timestamp input does); for a timestamptz,
+    the moment in UTC (without an offset, the text is in UTC: dpproxy's TimeZone)."""
+    match = _TIMESTAMP_TEXT.fullmatch(text)
+    if match is None or (match["duckdb_bc"] and match["bc"]):
+        raise ValueError("not a timestamp")
+    year, month, day = int(match["year"]), int(match["month"]), int(match["day"])
+    if match["duckdb_bc"] or match["bc"]:
+        if year == 0:
+            raise ValueError("there is no year 0 BC")
+        year = 1 - year
+    if not 1 <= month <= 12 or not 1 <= day <= _month_days(year, month):
+        raise ValueError("no such day")
+    micros = _days_from_2000(year, month, day) * _MICROS_PER_DAY
+    if oid == DATE:
+        return micros
+    if match["time"] is not None:
+        micros += _time_micros(match["time"])
+    if oid == TIMESTAMPTZ and match["zone"] not in (None, "Z"):
+        micros -= _zone_micros(match["zone"])
+    return micros
+
+
+def _time_micros(text: str) -> int:
+    """Microseconds from midnight to ``text`` (HH:MM[:SS[.fraction]], up to 24:00:00),
+    fractions of a microsecond rounded half to even as PostgreSQL does."""
+    match = _TIME_TEXT.fullmatch(text)
+    if match is None:
+        raise ValueError("not a time")
+    hour, minute, second = int(match["hour"]), int(match["minute"]), int(match["second"] or 0)
+    if hour > 24 or minute > 59 or second > 60:
+        raise ValueError("no such time")
+    micros = ((hour * 60 + minute) * 60 + second) * _MICROS_PER_SECOND
+    micros += _fraction_micros(match["fraction"])
+    if micros > _MICROS_PER_DAY:
+        raise ValueError("a time is at most 24:00:00")
+    return micros
+
+
+def _fraction_micros(digits: str | None) -> int:
+    if not digits:
+        return 0
+    padded = digits.ljust(6, "0")
+    micros, rest = int(padded[:6]), padded[6:]
+    half = "5".ljust(len(rest), "0")
+    if rest and (rest > half or (rest == half and micros % 2 == 1)):
+        micros += 1
+    return micros
+
+
+def _zone_micros(text: str) -> int:
+    """The offset east of UTC of ``text`` (+HH[:MM[:SS]]), in microseconds."""
+    match = _ZONE_TEXT.fullmatch(text)
+    if match is None:
+        raise ValueError("not a time zone offset")
+    hour, minute, second = (int(match[part] or 0) for part in ("hour", "minute", "second"))
+    if hour > 23 or minute > 59 or second > 59:
+        raise ValueError("no such time zone offset")
+    micros = ((hour * 60 + minute) * 60 + second) * _MICROS_PER_SECOND
+    return -micros if match["sign"] == "-" else micros
+
+
+def _month_days(year: int, month: int) -> int:
+    if month == 2:
+        return 29 if year % 4 == 0 and (year % 100 != 0 or year % 400 == 0) else 28
+    return 30 if month in (4, 6, 9, 11) else 31
+
+
+def _days_from_2000(year: int, month: int, day: int) -> int:
+    """Days from 2000-01-01 to a day of the proleptic Gregorian calendar, for any year
+    (1 BC is year 0), as PostgreSQL's date2j counts them."""
+    if month <= 2:  # count from March 1st: the leap day ends the year
+        year -= 1
+    era = year // 400
+    year_of_era = year - era * 400
+    day_of_year = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
+    day_of_era = year_of_era * 365 + year_of_era // 4 - year_of_era // 100 + day_of_year
+    return era * 146_097 + day_of_era - 719_468 - _DAYS_1970_TO_2000
+
+
+def _interval_to_binary(text: str) -> bytes:
+    """An interval from PostgreSQL's output (its microseconds, days and months kept apart,
+    as PostgreSQL reads them) or from Python's str(timedelta), whose time is never negative
+    (-1 second is "-1 day, 23:59:59"): a negative one is sent with days and time of one
+    sign, as PostgreSQL holds an interval of DuckDB or PostgreSQL that became it (-1 second,
+    not -1 days +23:59:59; the two are equal as intervals)."""
+    months = 0
+    python = _TIMEDELTA_TEXT.fullmatch(text)
+    if python is not None:
+        days, micros = int(python["days"] or 0), _duration_micros(python["time"])
+        if days < 0 and micros > 0:
+            days, micros = days + 1, micros - _MICROS_PER_DAY
+    else:
+        match = _INTERVAL_TEXT.fullmatch(text)
+        if match is None or not text:
+            raise ValueError("not an interval")
+        months = int(match["years"] or 0) * 12 + int(match["months"] or 0)
+        days = int(match["days"] or 0)
+        micros = _duration_micros(match["time"]) if match["time"] else 0
+        if match["sign"] == "-":
+            micros = -micros
+        elif match["sign"] == "+" and match["time"] is None:
+            raise ValueError("not an interval")
+    if not (_INT32_MIN <= months <= _INT32_MAX and _INT32_MIN <= days <= _INT32_MAX):
+        raise _out_of_range(INTERVAL, text)
+    if not _INT64_MIN <= micros <= _INT64_MAX:
+        raise _out_of_range(INTERVAL, text)
+    return _INTERVAL.pack(micros, days, months)
+
+
+def _duration_micros(text: str) -> int:
+    """Microseconds of H:MM:SS[.fraction], any number of hours."""
+    hours, minutes, seconds = text.split(":")
+    whole, _, fraction = seconds.partition(".")
+    if int(minutes) > 59 or int(whole) > 59:
+        raise ValueError("no such duration")
+    micros = ((int(hours) * 60 + int(minutes)) * 60 + int(whole)) * _MICROS_PER_SECOND
+    return micros + _fraction_micros(fraction)
 
 
 def _numeric_to_binary(value: Decimal) -> bytes:
