@@ -93,7 +93,6 @@ _TYPE_PREFIXES: tuple[tuple[str, ColumnType], ...] = (
     ("uinteger", ColumnType.INTEGER),
     ("usmallint", ColumnType.INTEGER),
     ("utinyint", ColumnType.INTEGER),
-    ("int", ColumnType.INTEGER),
     ("double", ColumnType.FLOAT),
     ("real", ColumnType.FLOAT),
     ("float", ColumnType.FLOAT),
@@ -113,10 +112,18 @@ _TYPE_PREFIXES: tuple[tuple[str, ColumnType], ...] = (
 def column_type(declared: str) -> ColumnType:
     """Map an information_schema data_type (DuckDB or PostgreSQL spelling) to a ColumnType."""
     lowered = declared.strip().lower()
+    if lowered.endswith("]"):
+        return ColumnType.OTHER  # a list or array (INTEGER[], VARCHAR[3])
+    if lowered in _INT_ALIASES:
+        return ColumnType.INTEGER
     for prefix, kind in _TYPE_PREFIXES:
         if lowered.startswith(prefix):
             return kind
     return ColumnType.OTHER
+
+
+#: Short integer names, matched whole: "int" as a prefix took INTERVAL and int4range.
+_INT_ALIASES = frozenset({"int", "int2", "int4", "int8"})
 
 
 SCHEMA_QUERY = (
