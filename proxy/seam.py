@@ -102,6 +102,11 @@ class Session(Protocol):
     @property
     def transaction_status(self) -> TransactionStatus: ...
 
+    def reported_parameters(self) -> dict[str, str]:
+        """The session's values of the parameters it reports (ParameterStatus), under
+        PostgreSQL's names: the startup packet may have set them (TimeZone, …)."""
+        ...
+
     async def execute(self, sql: str) -> StatementResult:
         """Run one statement (a Query message, or Execute of a portal). Raise QueryError."""
         ...

@@ -465,16 +465,19 @@ class _Connection:
         if not await self.authenticate(client):
             return None
         self.send(codec.AUTHENTICATION_OK)
-        for name, value in self.app.server_parameters().items():
-            self.send(codec.parameter_status(name, value))
-        self.process_id, self.secret_key = self.server.register(self)
-        self.send(codec.backend_key_data(self.process_id, self.secret_key))
         try:
             session = await self.app.open_session(client)
         except QueryError as err:
             severity = "FATAL" if err.severity == "ERROR" else err.severity
             self.send(encode_query_error(err, severity=severity))
             return None
+        # After the session applied the startup packet's settings: their values, as
+        # PostgreSQL reports them.
+        reported = self.app.server_parameters() | session.reported_parameters()
+        for name, value in reported.items():
+            self.send(codec.parameter_status(name, value))
+        self.process_id, self.secret_key = self.server.register(self)
+        self.send(codec.backend_key_data(self.process_id, self.secret_key))
         self.send(codec.ready_for_query(_status(session)))
         return session
 

@@ -154,6 +154,11 @@ class AnalystSession:
     def transaction_status(self) -> TransactionStatus:
         return self._status
 
+    def reported_parameters(self) -> dict[str, str]:
+        """The values of the parameters reported on change, under PostgreSQL's names (the
+        startup packet may have set them)."""
+        return {shown: self._parameters[name] for name, shown in REPORTED_PARAMETERS.items()}
+
     def cancel(self) -> None:
         token = self._token
         if token is not None:

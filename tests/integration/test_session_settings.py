@@ -110,6 +110,22 @@ def test_psycopg_is_told_what_postgresql_would_tell_it(server: RunningServer) ->
         assert conn.execute("SELECT COUNT(*) FROM visits").fetchone() is not None
 
 
+def test_settings_from_the_startup_packet_are_reported_at_start(server: RunningServer) -> None:
+    """ParameterStatus at start carries what the startup packet set, as in PostgreSQL (the
+    defaults were reported, then SHOW disagreed)."""
+    with psycopg.connect(
+        server.dsn("alice"),
+        options="-c TimeZone=Europe/Berlin -c DateStyle=ISO,DMY",
+        application_name="report",
+        autocommit=True,
+    ) as conn:
+        assert conn.info.parameter_status("TimeZone") == "Europe/Berlin"
+        assert conn.info.parameter_status("DateStyle") == "ISO, DMY"
+        assert conn.info.parameter_status("application_name") == "report"
+        assert conn.info.parameter_status("server_version") is not None
+        assert conn.execute("SHOW TimeZone").fetchone() == ("Europe/Berlin",)
+
+
 def read_until_ready(sock: socket.socket) -> bytes:
     data = b""
     while not data.endswith(b"Z\x00\x00\x00\x05I"):

@@ -59,6 +59,9 @@ class FakeSession:
     def transaction_status(self) -> TransactionStatus:
         return self.status
 
+    def reported_parameters(self) -> dict[str, str]:
+        return {"application_name": self.client.parameters.get("application_name", "")}
+
     async def execute(self, sql: str) -> StatementResult:
         self.app.queries.append(sql)
         s = sql.strip().rstrip(";").strip().upper()
@@ -459,7 +462,8 @@ def test_raw_login_sequence(raw: Raw) -> None:
     assert kinds[0] == b"R"  # SASLFinal
     assert msgs[0][1][:4] == struct.pack("!i", 12)
     assert msgs[1] == (b"R", struct.pack("!i", 0))
-    assert kinds[2:-2] == [b"S"] * 7
+    # The app's 7 parameters and the session's application_name, as PostgreSQL reports.
+    assert kinds[2:-2] == [b"S"] * 8
     assert kinds[-2:] == [b"K", b"Z"]
     assert msgs[-1] == (b"Z", b"I")
 
