@@ -41,19 +41,22 @@ from proxy.seam import (
     StatementResult,
     TransactionStatus,
 )
+from proxy.sqlstate import (
+    DUPLICATE_CURSOR,
+    DUPLICATE_PREPARED_STATEMENT,
+    FEATURE_NOT_SUPPORTED,
+    IN_FAILED_SQL_TRANSACTION,
+    INTERNAL_ERROR,
+    INVALID_CURSOR_NAME,
+    INVALID_SQL_STATEMENT_NAME,
+    OBJECT_NOT_IN_PREREQUISITE_STATE,
+    PROGRAM_LIMIT_EXCEEDED,
+    PROTOCOL_VIOLATION,
+)
 from proxy.statements import Kind, StatementSyntaxError, recognize
 
 logger = logging.getLogger(__name__)
 
-FEATURE_NOT_SUPPORTED = "0A000"
-PROTOCOL_VIOLATION = "08P01"
-DUPLICATE_PREPARED_STATEMENT = "42P05"
-DUPLICATE_CURSOR = "42P03"
-INVALID_SQL_STATEMENT_NAME = "26000"
-INVALID_CURSOR_NAME = "34000"
-OBJECT_NOT_IN_PREREQUISITE_STATE = "55000"
-PROGRAM_LIMIT_EXCEEDED = "54000"
-INTERNAL_ERROR = "XX000"
 
 #: Prepared statements one connection may hold at once (PostgreSQL has no limit; dpproxy
 #: keeps each statement with parameters parsed, about 100 bytes per character of SQL).
@@ -229,6 +232,12 @@ class ExtendedQueries:
         result = portal.result
         if result.empty:
             return b"".join([*parts, codec.EMPTY_QUERY_RESPONSE])
+        if portal.done and session.transaction_status is TransactionStatus.FAILED:
+            raise QueryError(
+                IN_FAILED_SQL_TRANSACTION,
+                "current transaction is aborted, commands ignored until end of transaction block",
+                hint="ROLLBACK, then run the statement again",
+            )
         if portal.done:  # as PostgreSQL: no rows again; a statement without rows cannot run
             if result.columns is None:
                 raise _cannot_run(msg.portal)

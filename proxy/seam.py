@@ -102,6 +102,11 @@ class Session(Protocol):
     @property
     def transaction_status(self) -> TransactionStatus: ...
 
+    def abort_transaction(self) -> None:
+        """An error outside ``execute`` (the extended protocol's own) inside a transaction
+        block: the block has failed, as any error fails it in PostgreSQL."""
+        ...
+
     def reported_parameters(self) -> dict[str, str]:
         """The session's values of the parameters it reports (ParameterStatus), under
         PostgreSQL's names: the startup packet may have set them (TimeZone, …)."""

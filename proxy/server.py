@@ -594,10 +594,12 @@ class _Connection:
             response = encode_query_error(err)
             fatal = err.severity in ("FATAL", "PANIC")
             self.move(ConnectionState.IN_EXTENDED_ERROR)
+            session.abort_transaction()
         except Exception:
             logger.exception("unexpected error in the extended query protocol")
             response = codec.error_response("XX000", INTERNAL_ERROR_MESSAGE)
             self.move(ConnectionState.IN_EXTENDED_ERROR)
+            session.abort_transaction()
         self.send(response)
         if fatal:
             raise _Closed
@@ -611,9 +613,11 @@ class _Connection:
         except QueryError as err:
             response = encode_query_error(err)
             fatal = err.severity in ("FATAL", "PANIC")
+            session.abort_transaction()
         except Exception:
             logger.exception("unexpected error while executing a statement")
             response = codec.error_response("XX000", INTERNAL_ERROR_MESSAGE)
+            session.abort_transaction()
         self.send(response)
         if fatal:
             raise _Closed

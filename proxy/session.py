@@ -154,6 +154,10 @@ class AnalystSession:
     def transaction_status(self) -> TransactionStatus:
         return self._status
 
+    def abort_transaction(self) -> None:
+        if self._status is TransactionStatus.IN_TRANSACTION:
+            self._status = TransactionStatus.FAILED
+
     def reported_parameters(self) -> dict[str, str]:
         """The values of the parameters reported on change, under PostgreSQL's names (the
         startup packet may have set them)."""

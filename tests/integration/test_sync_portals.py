@@ -12,6 +12,7 @@ from tests.integration.test_binary_formats import (
     SYNC,
     Client,
     bind,
+    describe,
     execute,
     fields,
     parse,
@@ -50,3 +51,19 @@ def test_portals_outlive_sync_in_a_transaction_block(client: Client) -> None:
     assert client.exchange(query("COMMIT"))[-1] == (b"Z", b"I")
     answer = client.exchange(execute("p1") + SYNC)
     assert fields(answer[0][1])["C"] == "34000"
+
+
+def test_a_protocol_error_in_a_transaction_block_fails_the_block(client: Client) -> None:
+    """Errors of the extended protocol itself (here: columns changed since Describe) fail
+    the transaction block as any error does in PostgreSQL: ReadyForQuery says E, and a
+    finished portal cannot be run again until ROLLBACK (review: it said T, and SELECT 0)."""
+    assert client.exchange(query("BEGIN"))[-1] == (b"Z", b"T")
+    client.exchange(parse(COUNT, "st") + bind("st", portal="done") + execute("done") + SYNC)
+    client.exchange(parse(COUNT, "q") + bind("q", portal="pp") + describe(b"P", "pp") + SYNC)
+    assert client.exchange(query("SET dpproxy.report = columns"))[-1] == (b"Z", b"T")
+    answer = client.exchange(execute("pp") + SYNC)
+    assert fields(answer[0][1])["C"] == "0A000"
+    assert answer[-1] == (b"Z", b"E")
+    answer = client.exchange(execute("done") + SYNC)
+    assert fields(answer[0][1])["C"] == "25P02"
+    assert client.exchange(query("ROLLBACK"))[-1] == (b"Z", b"I")

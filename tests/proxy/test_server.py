@@ -62,6 +62,10 @@ class FakeSession:
     def reported_parameters(self) -> dict[str, str]:
         return {"application_name": self.client.parameters.get("application_name", "")}
 
+    def abort_transaction(self) -> None:
+        if self.status is TransactionStatus.IN_TRANSACTION:
+            self.status = TransactionStatus.FAILED
+
     async def execute(self, sql: str) -> StatementResult:
         self.app.queries.append(sql)
         s = sql.strip().rstrip(";").strip().upper()
