@@ -37,10 +37,11 @@ T = TypeVar("T")
 
 
 class AsyncLedger:
-    def __init__(self, location: StateLocation) -> None:
+    def __init__(self, location: StateLocation, *, lock_timeout: float = 30.0) -> None:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dpproxy-ledger")
         self._reads = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dpproxy-reader")
-        self._store: StateStore = self._executor.submit(StateStore.open, location).result()
+        opened = self._executor.submit(StateStore.open, location, timeout=lock_timeout)
+        self._store: StateStore = opened.result()
         try:
             self._reader = StateReader(location)
         except BaseException:

@@ -94,7 +94,9 @@ async def run(settings: Settings, on_ready: Callable[[int], None]) -> None:
         check_domain_columns(declared, settings.tables)
         for note in await check_unit_keys(backend, schema, declared, settings.tables):
             logger.info("%s", note)
-        ledger = AsyncLedger(settings.state.location)
+        ledger = AsyncLedger(
+            settings.state.location, lock_timeout=settings.state.lock_timeout_seconds
+        )
         recovered = ledger.recover_interrupted()
         if recovered:
             logger.warning("recorded %d interrupted queries as failed (charges stand)", recovered)

@@ -183,6 +183,15 @@ class StateSettings(BaseModel):
         alias="schema",
         description="Schema holding the state tables in that database (created on first use).",
     )
+    lock_timeout_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        le=3600,
+        description=(
+            "How long a query (or admin command) waits for the state store while another"
+            " process holds it, before it is refused with nothing charged."
+        ),
+    )
 
     @field_validator("dsn")
     @classmethod

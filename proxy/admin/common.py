@@ -37,7 +37,7 @@ def open_store(settings: Settings, command: str, *, seed_config: bool = True) ->
         raise CommandError(
             f"{location}: its directory does not exist; create it or fix [state] path"
         )
-    store = StateStore.open(location)
+    store = StateStore.open(location, timeout=settings.state.lock_timeout_seconds)
     if not seed_config:
         return store
     try:

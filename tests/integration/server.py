@@ -27,7 +27,9 @@ PASSWORDS = {"alice": "alice-pw", "bob": "bob-pw"}
 BUDGETS = {"alice": (200.0, 1.0, 5.0), "bob": (3.0, 0.5, 1.0)}
 
 
-def write_config(directory: Path, *, backend: str) -> Path:
+def write_config(
+    directory: Path, *, backend: str, lock_timeout_seconds: float | None = None
+) -> Path:
     analysts = "\n".join(
         ANALYST_TEMPLATE.format(
             name=name, verifier=make_verifier(PASSWORDS[name]), total=t, default=d, cap=c
@@ -44,6 +46,9 @@ def write_config(directory: Path, *, backend: str) -> Path:
     text = text.replace('engine = "duckdb"', backend, 1) if backend else text
     # These tests count charges of repeated queries: no answer cache (tests/proxy covers it).
     text = text.replace("[backend]\n", "[backend]\nanswer_cache_seconds = 0\n", 1)
+    if lock_timeout_seconds is not None:  # tests of a locked store wait less than 30 s
+        timeout = f"lock_timeout_seconds = {lock_timeout_seconds}\n"
+        text = text.replace("[state]\n", "[state]\n" + timeout, 1)
     path = directory / "dpproxy.toml"
     path.write_text(text)
     return path
@@ -117,7 +122,13 @@ def demo_database(directory: Path, patients: int) -> Path:
 
 @contextmanager
 def demo_server(
-    engine: str, database: Path, directory: Path, *, pg_dsn: str | None, patients: int
+    engine: str,
+    database: Path,
+    directory: Path,
+    *,
+    pg_dsn: str | None,
+    patients: int,
+    lock_timeout_seconds: float | None = None,
 ) -> Iterator[RunningServer]:
     """`dpproxy serve` over the demo data on DuckDB (``database``) or PostgreSQL (loaded
     into a schema of its own, dropped afterwards); fails if the server logged a traceback."""
@@ -128,7 +139,8 @@ def demo_server(
             raise ValueError("the postgres engine needs a DSN")
         load_postgres(generate(DemoSize(patients=patients)), pg_dsn, schema=schema)
         backend = f'engine = "postgres"\ndsn = "{pg_dsn}"\nschema = "{schema}"\n#'
-    running = start(write_config(directory, backend=backend))
+    config = write_config(directory, backend=backend, lock_timeout_seconds=lock_timeout_seconds)
+    running = start(config)
     try:
         yield running
     finally:

@@ -160,13 +160,13 @@ def test_a_failed_login_the_locked_state_store_cannot_record_is_one_log_line(
     tmp_path: Path,
 ) -> None:
     demo_database(tmp_path, PATIENTS)
-    running = start(write_config(tmp_path, backend=""))
+    running = start(write_config(tmp_path, backend="", lock_timeout_seconds=2))
     lock = sqlite3.connect(tmp_path / "state.sqlite", isolation_level=None)
     try:
         lock.execute("BEGIN IMMEDIATE")  # as another process writing for too long
         with pytest.raises(psycopg.OperationalError, match="password authentication failed"):
             psycopg.connect(running.dsn("alice", "wrong"), connect_timeout=10)
-        time.sleep(33)  # the state store waits 30 s for its lock, then gives up
+        time.sleep(5)  # the state store waits 2 s for its lock (lock_timeout_seconds)
     finally:
         lock.execute("ROLLBACK")
         lock.close()

@@ -31,6 +31,9 @@ PATIENTS = 300
 MB = 1024 * 1024
 
 
+LOCK_TIMEOUT = 2.0  # [state] lock_timeout_seconds: a locked store is refused after 2 s
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     """A `dpproxy serve` over DuckDB; fails at the end if it logged a traceback."""
@@ -38,7 +41,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     demo_database(data, PATIENTS)
     directory = tmp_path_factory.mktemp("robust")
     with demo_server(
-        "duckdb", data / "demo.duckdb", directory, pg_dsn=None, patients=PATIENTS
+        "duckdb",
+        data / "demo.duckdb",
+        directory,
+        pg_dsn=None,
+        patients=PATIENTS,
+        lock_timeout_seconds=LOCK_TIMEOUT,
     ) as running:
         yield running
 
@@ -214,7 +222,12 @@ def test_one_analysts_slow_catalog_queries_do_not_hold_up_another(
     demo_database(data, PATIENTS)
     directory = tmp_path_factory.mktemp("fair")
     with demo_server(
-        "duckdb", data / "demo.duckdb", directory, pg_dsn=None, patients=PATIENTS
+        "duckdb",
+        data / "demo.duckdb",
+        directory,
+        pg_dsn=None,
+        patients=PATIENTS,
+        lock_timeout_seconds=LOCK_TIMEOUT,
     ) as running:
         sleepers = [connect(running, "alice") for _ in range(sessions)]
         bob = connect(running, "bob")
