@@ -31,10 +31,10 @@ from proxy.catalog.translate import (
     Translation,
     remembered_translation,
 )
-from proxy.pipeline import Workers
 from proxy.responders import SessionContext
 from proxy.seam import ColumnDescription, QueryError, StatementResult
 from proxy.sqlstate import FEATURE_NOT_SUPPORTED, QUERY_CANCELED
+from proxy.workers import Workers
 from rewriter import Catalog
 from rewriter.parse import MAX_SQL_LENGTH
 

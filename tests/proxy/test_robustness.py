@@ -19,8 +19,9 @@ from accountant import AnalystBudget, Decision, Epsilon, StateStore
 from proxy.catalog import CatalogResponder
 from proxy.catalog.database import MAX_BYTES, CatalogDatabase, CatalogResultTooLarge
 from proxy.ledger import AsyncLedger
-from proxy.pipeline import Asker, Workers
+from proxy.pipeline import Asker
 from proxy.responders import SessionContext
+from proxy.workers import Workers
 from rewriter import Catalog, ColumnType, TablePolicy, build_catalog
 from rewriter.parse import MAX_SQL_LENGTH
 from tests.integration.server import RunningServer, demo_database, demo_server
