@@ -18,7 +18,6 @@ import socket
 import struct
 from collections.abc import Iterator
 
-import psycopg
 import pytest
 
 from tests.integration.server import PASSWORDS, RunningServer, dpproxy
@@ -193,19 +192,6 @@ def test_a_type_without_a_binary_form_is_refused_before_anything_runs(
     assert fields(answer[2][1])["C"] == "0A000"
     answer = client.exchange(parse(sql) + bind("", (BINARY,)) + describe(b"P") + execute() + SYNC)
     assert row_description(answer[2][1])[0][2] == TEXT
-
-
-def test_psycopg_binary_prepared_statement_with_a_timestamp(server: RunningServer) -> None:
-    before = audit(server)
-    with psycopg.connect(server.dsn("alice"), autocommit=True) as conn:
-        cur = conn.cursor(binary=True)
-        for _ in range(7):  # prepared (named) from the sixth execution on
-            rows = cur.execute(BY_YEAR, prepare=True).fetchall()
-            assert rows
-            for year, count in rows:
-                assert isinstance(year, dt.datetime) and year > EPOCH
-                assert isinstance(count, int)
-    assert audit(server) == [*before, *["accepted"] * 7]  # each charged answer arrived
 
 
 def test_a_described_statement_refuses_new_columns_before_the_charge(
