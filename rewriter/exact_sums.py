@@ -275,7 +275,10 @@ def _literal(node: exp.Literal) -> tuple[exp.Expr, int, float]:
     if node.is_string or not _NUMBER.fullmatch(text):
         raise _NotExact
     value = Decimal(text).normalize()
-    scale = max(0, -value.as_tuple().exponent)  # type: ignore[operator]
+    exponent = value.as_tuple().exponent
+    if not isinstance(exponent, int):  # NaN or infinity: the pattern lets none through
+        raise _NotExact
+    scale = max(0, -exponent)
     if scale > MAX_SCALE or abs(value) >= LIMIT:
         raise _NotExact
     if scale:  # a DECIMAL literal
