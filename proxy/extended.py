@@ -419,17 +419,33 @@ def column_formats(formats: Sequence[int], count: int) -> tuple[int, ...]:
     return tuple(formats)
 
 
+def _unsendable(
+    columns: Sequence[ColumnDescription], formats: Sequence[int]
+) -> ColumnDescription | None:
+    """The first column asked for in binary that dpproxy cannot send so (None: none)."""
+    return next(
+        (
+            c
+            for c, f in zip(columns, formats, strict=False)
+            if f == BINARY_FORMAT and c.type_oid not in BINARY_RESULT_TYPES
+        ),
+        None,
+    )
+
+
 def _check_binary(columns: Sequence[ColumnDescription], formats: Sequence[int]) -> None:
-    for column, fmt in zip(columns, formats, strict=True):
-        if fmt == BINARY_FORMAT and column.type_oid not in BINARY_RESULT_TYPES:
-            raise QueryError(
-                FEATURE_NOT_SUPPORTED,
-                f'dpproxy cannot send column "{column.name}" ({type_name(column.type_oid)}) '
-                "in binary format; nothing was charged",
-                hint="ask for text results (psycopg: a cursor without binary=True; pgJDBC: "
-                "binaryTransfer=false), or Describe the portal before Execute: dpproxy then "
-                "sends such a column in text, and its RowDescription says so",
-            )
+    if len(columns) != len(formats):
+        raise ValueError("one format per column")
+    column = _unsendable(columns, formats)
+    if column is not None:
+        raise QueryError(
+            FEATURE_NOT_SUPPORTED,
+            f'dpproxy cannot send column "{column.name}" ({type_name(column.type_oid)}) '
+            "in binary format; nothing was charged",
+            hint="ask for text results (psycopg: a cursor without binary=True; pgJDBC: "
+            "binaryTransfer=false), or Describe the portal before Execute: dpproxy then "
+            "sends such a column in text, and its RowDescription says so",
+        )
 
 
 def _sendable(
@@ -442,10 +458,7 @@ def _sendable(
     if columns is None:
         return ()
     formats = column_formats(result_formats, len(columns))
-    if any(
-        f == BINARY_FORMAT and c.type_oid not in BINARY_RESULT_TYPES
-        for c, f in zip(columns, formats, strict=True)
-    ):
+    if _unsendable(columns, formats) is not None:
         return (TEXT_FORMAT,) * len(columns)
     return formats
 
@@ -488,10 +501,7 @@ def _row_encoder(
     ran (None: all text) from the columns the session said it would return."""
     if columns is None or formats is None or BINARY_FORMAT not in formats:
         return codec.data_row
-    if len(formats) != len(columns) or any(
-        f == BINARY_FORMAT and c.type_oid not in BINARY_RESULT_TYPES
-        for c, f in zip(columns, formats, strict=False)
-    ):
+    if len(formats) != len(columns) or _unsendable(columns, formats) is not None:
         # The session described other columns than it returned: a bug, logged as one.
         logger.error("the result's columns %s differ from those described before it ran", columns)
         raise QueryError(
