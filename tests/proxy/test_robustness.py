@@ -5,6 +5,7 @@ store locked by another process. Against the real server (`dpproxy serve`) and c
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sqlite3
 import threading
@@ -35,20 +36,25 @@ MB = 1024 * 1024
 LOCK_TIMEOUT = 2.0  # [state] lock_timeout_seconds: a locked store is refused after 2 s
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+@contextlib.contextmanager
+def duckdb_server(factory: pytest.TempPathFactory, name: str) -> Iterator[RunningServer]:
     """A `dpproxy serve` over DuckDB; fails at the end if it logged a traceback."""
-    data = tmp_path_factory.mktemp("robust-data")
+    data = factory.mktemp(f"{name}-data")
     demo_database(data, PATIENTS)
-    directory = tmp_path_factory.mktemp("robust")
     with demo_server(
         "duckdb",
         data / "demo.duckdb",
-        directory,
+        factory.mktemp(name),
         pg_dsn=None,
         patients=PATIENTS,
         lock_timeout_seconds=LOCK_TIMEOUT,
     ) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    with duckdb_server(tmp_path_factory, "robust") as running:
         yield running
 
 
@@ -219,17 +225,7 @@ def test_one_analysts_slow_catalog_queries_do_not_hold_up_another(
     default thread pool has threads; bob's new catalog query and his DP query are
     answered before any of alice's sleeps ends."""
     sessions = min(32, (os.cpu_count() or 1) + 4)
-    data = tmp_path_factory.mktemp("fair-data")
-    demo_database(data, PATIENTS)
-    directory = tmp_path_factory.mktemp("fair")
-    with demo_server(
-        "duckdb",
-        data / "demo.duckdb",
-        directory,
-        pg_dsn=None,
-        patients=PATIENTS,
-        lock_timeout_seconds=LOCK_TIMEOUT,
-    ) as running:
+    with duckdb_server(tmp_path_factory, "fair") as running:
         sleepers = [connect(running, "alice") for _ in range(sessions)]
         bob = connect(running, "bob")
         slept: list[int] = []
