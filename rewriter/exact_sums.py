@@ -38,6 +38,7 @@ from sqlglot import exp
 from rewriter.catalog import ColumnType
 from rewriter.passes.measurements import MeasureKind, MeasurementSpec
 from rewriter.scope import Scope
+from rewriter.sql_values import between_keeping_null, integer, least_greatest, number
 
 #: Every value, in units of its last decimal place, stays below this (DECIMAL(18) holds it).
 LIMIT = 10**17
@@ -108,8 +109,8 @@ class ExactSum:
             )
         low = _times(count.copy(), m.grid.lower - m.centre)
         high = _times(count, m.grid.upper - m.centre)
-        within = _least_greatest(
-            _least_greatest(steps, low, high), _float(m.unit_lower), _float(m.unit_upper)
+        within = least_greatest(
+            least_greatest(steps, low, high), _float(m.unit_lower), _float(m.unit_upper)
         )
         return exp.cast(within, exp.DataType.Type.BIGINT, copy=False)
 
@@ -213,7 +214,7 @@ class _Builder:
                 raise _NotExact
             # Integer literals: a HUGEINT compared with a DECIMAL is cast to one, which some
             # of its values overflow.
-            clamp = _clamp(column, _integer(whole[0]), _integer(whole[1]))
+            clamp = between_keeping_null(column.copy(), integer(whole[0]), integer(whole[1]))
             magnitude = float(max(abs(whole[0]), abs(whole[1])))
             return exp.Cast(this=clamp, to=_decimal_type(0)), 0, magnitude
         if info.type is not ColumnType.DECIMAL or not info.finite or info.digits is None:
@@ -230,7 +231,7 @@ class _Builder:
             raise _NotExact
         self.decimal_columns += 1
         # Plain literals of the column's scale: the CASE is of the column's type.
-        clamp = _clamp(column, _plain(lower, scale), _plain(upper, scale))
+        clamp = between_keeping_null(column.copy(), _plain(lower, scale), _plain(upper, scale))
         if whole_digits + scale > 18:  # its clamped values fit DECIMAL(18): computed as such
             clamp = exp.Cast(this=clamp, to=_decimal_type(scale))
         return clamp, scale, float(max(abs(lower), abs(upper)))
@@ -250,22 +251,6 @@ def _narrow(value: exp.Expr, scale: int) -> exp.Expr:
     ):
         return value
     return exp.Cast(this=value, to=_decimal_type(scale))
-
-
-def _integer(value: int) -> exp.Expr:
-    literal = exp.Literal.number(abs(value))
-    return exp.Neg(this=literal) if value < 0 else literal
-
-
-def _clamp(column: exp.Column, low: exp.Expr, high: exp.Expr) -> exp.Expr:
-    """The column clamped to [low, high] by a CASE, which keeps NULL as NULL."""
-    return exp.Case(
-        ifs=[
-            exp.If(this=exp.LT(this=column.copy(), expression=low.copy()), true=low),
-            exp.If(this=exp.GT(this=column.copy(), expression=high.copy()), true=high),
-        ],
-        default=column.copy(),
-    )
 
 
 def _literal(node: exp.Literal) -> tuple[exp.Expr, int, float]:
@@ -315,15 +300,9 @@ def _times(count: exp.Expr, steps: int) -> exp.Expr:
     return _float(0.0) if steps == 0 else exp.Mul(this=count, expression=_float(steps))
 
 
-def _least_greatest(value: exp.Expr, low: exp.Expr, high: exp.Expr) -> exp.Expr:
-    greatest = exp.Greatest(this=value, expressions=[low], ignore_nulls=True)
-    return exp.Least(this=greatest, expressions=[high], ignore_nulls=True)
-
-
 def _float(value: float) -> exp.Expr:
     """A grid constant, as a literal: every operand it meets is a DOUBLE already, so the
     result is one."""
     if not math.isfinite(value):
         raise ValueError("a grid constant must be finite")
-    literal = exp.Literal.number(repr(abs(float(value))))
-    return exp.Neg(this=literal) if value < 0 else literal
+    return number(value)

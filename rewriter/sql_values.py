@@ -74,3 +74,22 @@ def as_double(column: exp.Expr, kind: ColumnType) -> exp.Expr:
 
 def _double(value: exp.Expr) -> exp.Expr:
     return exp.cast(value.copy(), exp.DataType.Type.DOUBLE)
+
+
+def between_keeping_null(value: exp.Expr, low: exp.Expr, high: exp.Expr) -> exp.Expr:
+    """``value`` clamped to [low, high] with a CASE, which keeps NULL as NULL (GREATEST and
+    LEAST would turn it into a bound). ``value`` becomes the CASE's default."""
+    return exp.Case(
+        ifs=[
+            exp.If(this=exp.LT(this=value.copy(), expression=low.copy()), true=low),
+            exp.If(this=exp.GT(this=value.copy(), expression=high.copy()), true=high),
+        ],
+        default=value,
+    )
+
+
+def least_greatest(value: exp.Expr, low: exp.Expr, high: exp.Expr) -> exp.Expr:
+    """LEAST(GREATEST(value, low), high), taking ``value`` (not copied). GREATEST and LEAST
+    skip NULL (``ignore_nulls``), as on DuckDB and PostgreSQL: what exp.func builds."""
+    greatest = exp.Greatest(this=value, expressions=[low], ignore_nulls=True)
+    return exp.Least(this=greatest, expressions=[high], ignore_nulls=True)

@@ -49,9 +49,11 @@ from rewriter.sql_joins import add_join
 from rewriter.sql_values import (
     TINY,
     as_double,
+    between_keeping_null,
     bound,
     in_double_range,
     integer,
+    least_greatest,
     moment,
     number,
 )
@@ -431,7 +433,7 @@ def clean(expression: exp.Expr, scope: Scope) -> exp.Expr:
         dates = info.date_bounds
         if dates is not None:
             first, last = (moment(d, info.type) for d in dates)
-            return _between_keeping_null(value, first, last)
+            return between_keeping_null(value, first, last)
         bounds = info.policy.bounds
         whole = info.whole_bounds
         if bounds is not None and whole is not None:
@@ -449,7 +451,7 @@ def clean(expression: exp.Expr, scope: Scope) -> exp.Expr:
             # fractional literal would cast it to a DECIMAL that some values overflow.
             # BIGINT: arithmetic on the value (within ±2^52 by its interval) must not
             # overflow a narrower column type (INTEGER, SMALLINT) on rows that reach it.
-            clamped = _between_keeping_null(value, integer(low), integer(high))
+            clamped = between_keeping_null(value, integer(low), integer(high))
             return exp.cast(clamped, exp.DataType.Type.BIGINT)
         if info.type in REAL_TYPES:
             # NaN, ±infinity and decimals beyond DOUBLE's range become NULL; the others
@@ -458,7 +460,7 @@ def clean(expression: exp.Expr, scope: Scope) -> exp.Expr:
                 value = as_double(node, info.type)
             elif _nothing_to_flush(info.digits, *bounds):
                 lower, upper, _ = flushed_bounds(*bounds)
-                value = _between_keeping_null(_double(node), number(lower), number(upper))
+                value = between_keeping_null(_double(node), number(lower), number(upper))
                 if info.finite and info.digits is not None and info.digits[0] <= 300:
                     return value  # no NaN, no infinity, within DOUBLE's range
             elif info.type is ColumnType.DECIMAL:
@@ -595,19 +597,7 @@ def on_grid(value: exp.Expr, m: MeasurementSpec) -> exp.Expr:
 
 
 def _clamp_keeping_null(value: exp.Expr, lower: int, upper: int) -> exp.Expr:
-    return _between_keeping_null(value, integer(lower), integer(upper))
-
-
-def _between_keeping_null(value: exp.Expr, low: exp.Expr, high: exp.Expr) -> exp.Expr:
-    """``value`` clamped to [low, high] with a CASE, which keeps NULL as NULL (GREATEST and
-    LEAST would turn it into a bound). ``value`` becomes the CASE's default."""
-    return exp.Case(
-        ifs=[
-            exp.If(this=exp.LT(this=value.copy(), expression=low.copy()), true=low),
-            exp.If(this=exp.GT(this=value.copy(), expression=high.copy()), true=high),
-        ],
-        default=value,
-    )
+    return between_keeping_null(value, integer(lower), integer(upper))
 
 
 def _when(
@@ -622,18 +612,11 @@ def _when(
 
 
 def _clamp(value: exp.Expr, lower: int, upper: int) -> exp.Expr:
-    return _least_greatest(value, integer(lower), integer(upper))
+    return least_greatest(value, integer(lower), integer(upper))
 
 
 def _clamp_real(value: exp.Expr, lower: float, upper: float) -> exp.Expr:
-    return _least_greatest(value, number(lower), number(upper))
-
-
-def _least_greatest(value: exp.Expr, low: exp.Expr, high: exp.Expr) -> exp.Expr:
-    """LEAST(GREATEST(value, low), high), taking ``value`` (not copied). GREATEST and LEAST
-    skip NULL (``ignore_nulls``), as on DuckDB and PostgreSQL: what exp.func builds."""
-    greatest = exp.Greatest(this=value, expressions=[low], ignore_nulls=True)
-    return exp.Least(this=greatest, expressions=[high], ignore_nulls=True)
+    return least_greatest(value, number(lower), number(upper))
 
 
 def _col(name: str, table: str) -> exp.Column:

@@ -40,7 +40,13 @@ from rewriter.intervals import Interval, interval_of
 from rewriter.passes.check_predicate import check_predicate
 from rewriter.passes.check_types import MAX_ROUND_DIGITS, constant_integer
 from rewriter.scope import Scope
-from rewriter.sql_values import as_double, in_double_range, integer, number
+from rewriter.sql_values import (
+    as_double,
+    between_keeping_null,
+    in_double_range,
+    integer,
+    number,
+)
 from rewriter.underflow import flushed_bounds
 
 #: Nodes that compute on numbers: a key with one of them over a column is a numeric key.
@@ -419,7 +425,7 @@ def _cleaned(column: exp.Column, scope: Scope) -> exp.Expr:
         raise ValueError(f"column {info.name} has no bounds")
     whole = info.whole_bounds
     if whole is not None:
-        return exp.cast(_clamp(column, *(integer(b) for b in whole)), _BIGINT)
+        return exp.cast(between_keeping_null(column.copy(), *(integer(b) for b in whole)), _BIGINT)
     # As rewriter.passes.bound_per_unit.clean: NaN, ±infinity and decimals beyond DOUBLE's
     # range are NULL, the others cast to DOUBLE without fail (rewriter.sql_values), and
     # every cleaned value is 0 or at least the flush threshold in magnitude.
@@ -440,16 +446,6 @@ def _cleaned(column: exp.Column, scope: Scope) -> exp.Expr:
         exp.If(this=exp.GT(this=value.copy(), expression=number(upper)), true=_double(upper))
     )
     return exp.cast(exp.Case(ifs=ifs, default=value), _DOUBLE)
-
-
-def _clamp(value: exp.Expr, low: exp.Expr, high: exp.Expr) -> exp.Expr:
-    return exp.Case(
-        ifs=[
-            exp.If(this=exp.LT(this=value.copy(), expression=low.copy()), true=low),
-            exp.If(this=exp.GT(this=value.copy(), expression=high.copy()), true=high),
-        ],
-        default=value.copy(),
-    )
 
 
 def _without_nulls(node: exp.Expr) -> exp.Expr:
