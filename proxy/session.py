@@ -13,16 +13,21 @@ from accountant.budget import delta_units, format_delta, parse_delta
 from accountant.zcdp import laplace_rho_nano
 from proxy import __version__
 from proxy.backends import CancelToken
+from proxy.pg_settings import (
+    DEFAULTS,
+    SETTINGS,
+    accepts,
+    check_name,
+    checked_setting,
+    is_placeholder,
+    on_off,
+    parse_bool,
+    refusal,
+)
 from proxy.pipeline import Asker, Pipeline, Report
 from proxy.responders import SHOW_ALL_COLUMNS, Responder, SessionContext, show_all
 from proxy.seam import ColumnDescription, Notice, QueryError, StatementResult, TransactionStatus
-from proxy.set_values import (
-    checked_parameter,
-    clean_application_name,
-    on_off,
-    parse_bool,
-    read_set,
-)
+from proxy.set_values import checked_parameter, clean_application_name, read_set
 from proxy.sqlstate import (
     ACTIVE_SQL_TRANSACTION,
     CANT_CHANGE_RUNTIME_PARAM,
@@ -133,7 +138,9 @@ class AnalystSession:
         self._database = database
         self._responders = responders
         self._status = TransactionStatus.IDLE
-        self._parameters = dict(DEFAULT_PARAMETERS)
+        # PostgreSQL's planner and resource parameters (proxy.pg_settings) are kept and
+        # shown, and otherwise ignored; custom ones (myapp.tenant) join when first set.
+        self._parameters = {**DEFAULTS, **DEFAULT_PARAMETERS}
         self._parameters["application_name"] = clean_application_name(application_name)
         self._epsilon: Epsilon = asker.budget.default_per_query
         self._mechanism: Mechanism = asker.budget.mechanism
@@ -338,7 +345,10 @@ class AnalystSession:
         self._delta = settings.delta
         self._report_mode = settings.report
         self._bias_check = settings.bias_check
-        self._parameters = dict(settings.parameters)
+        # As PostgreSQL, a custom parameter once defined stays so (empty) when the value
+        # it was given is undone.
+        custom = {name: "" for name in self._parameters if is_placeholder(name)}
+        self._parameters = {**custom, **settings.parameters}
         return changed
 
     def _transaction_statement(self, statement: SessionStatement) -> StatementResult:
@@ -398,7 +408,8 @@ class AnalystSession:
                 REPORT_PARAMETER: self._report_mode,
                 BIAS_CHECK_PARAMETER: on_off(self._bias_check),
             }
-            return show_all({**self._parameters, **dpproxy})
+            shown = {k: v for k, v in self._parameters.items() if not is_placeholder(k)}
+            return show_all({**shown, **dpproxy})  # custom parameters: not, as in PostgreSQL
         elif name in self._parameters:
             value = self._parameters[name]
         else:
@@ -442,11 +453,12 @@ class AnalystSession:
             current = self._settings()
             self._restore(dataclasses.replace(current, **{field: getattr(defaults, field)}))
             return StatementResult(tag="RESET")
-        if name not in DEFAULT_PARAMETERS:
+        if name not in DEFAULT_PARAMETERS and not accepts(name):
             raise _unknown(name)
         if name in READ_ONLY_PARAMETERS:
             raise QueryError(CANT_CHANGE_RUNTIME_PARAM, f'parameter "{name}" cannot be changed')
-        self._parameters[name] = defaults.parameters[name]
+        check_name(name)
+        self._parameters[name] = defaults.parameters.get(name, "")  # "": a custom one's
         return StatementResult(tag="RESET", parameter_status=self._report(name))
 
     def apply_startup_parameters(self, parameters: Mapping[str, str]) -> None:
@@ -488,6 +500,9 @@ class AnalystSession:
             return StatementResult(tag="SET")
         if name == BIAS_CHECK_PARAMETER:
             self._bias_check = parse_bias_check(value)
+            return StatementResult(tag="SET")
+        if accepts(name):  # kept for SHOW, otherwise ignored
+            self._parameters[name] = checked_setting(name, value)
             return StatementResult(tag="SET")
         if name not in DEFAULT_PARAMETERS:
             raise _unknown(name)
@@ -605,7 +620,7 @@ _DPPROXY_SETTINGS = frozenset(
     | {BIAS_CHECK_PARAMETER}
 )
 #: SET of these takes one value (proxy.set_values.read_set); others may be lists.
-_KNOWN_PARAMETERS = frozenset(DEFAULT_PARAMETERS) | _DPPROXY_SETTINGS
+_KNOWN_PARAMETERS = frozenset(DEFAULT_PARAMETERS) | _DPPROXY_SETTINGS | frozenset(SETTINGS)
 _CLEANUP_KINDS = frozenset(
     {Kind.SAVEPOINT, Kind.RELEASE, Kind.ROLLBACK_TO, Kind.DISCARD, Kind.DEALLOCATE}
 )
@@ -638,6 +653,9 @@ def _keep(kept: _Settings, current: _Settings, name: str) -> _Settings:
 
 
 def _unknown(name: str) -> QueryError:
+    refused = refusal(name)  # one of PostgreSQL's that dpproxy leaves out, and why
+    if refused is not None:
+        return refused
     hint = None
     if name.startswith("dpproxy."):
         hint = (

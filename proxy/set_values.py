@@ -16,6 +16,7 @@ from collections.abc import Collection, Mapping
 from decimal import Decimal
 from typing import NamedTuple
 
+from proxy.pg_settings import integer_setting, is_placeholder, on_off, parse_bool
 from proxy.protocol.values import invalid_utf8_message
 from proxy.seam import QueryError
 from proxy.sqlstate import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, SYNTAX_ERROR
@@ -24,29 +25,6 @@ from proxy.statements import SessionStatement
 CHARACTER_NOT_IN_REPERTOIRE = "22021"
 INVALID_DATETIME_FORMAT = "22007"
 INVALID_ESCAPE_SEQUENCE = "22025"
-# PostgreSQL's spellings of a boolean (besides unique prefixes of true/false/yes/no/on/off).
-_TRUE_WORDS = ("true", "yes", "on")
-_FALSE_WORDS = ("false", "no", "off")
-
-
-def parse_bool(value: str) -> bool | None:
-    """A boolean as PostgreSQL reads one (on/off, true/false, yes/no, 1/0, or a unique
-    prefix of these words, in any case, without surrounding spaces); None if it is not."""
-    wanted = value.lower()
-    if wanted in ("1", "0"):
-        return wanted == "1"
-    # "o" alone is ambiguous (on or off), as in PostgreSQL.
-    if len(wanted) >= (2 if wanted.startswith("o") else 1):
-        if any(word.startswith(wanted) for word in _TRUE_WORDS):
-            return True
-        if any(word.startswith(wanted) for word in _FALSE_WORDS):
-            return False
-    return None
-
-
-def on_off(flag: bool) -> str:
-    return "on" if flag else "off"
-
 
 # --- SET statements read as PostgreSQL reads them -------------------------------------
 #
@@ -242,7 +220,8 @@ def read_set(
     """``statement`` (a SET that proxy.statements recognised in ``sql``) with its name and
     value read from ``sql`` as PostgreSQL reads them: the value is the text SET gives the
     parameter (a list's items joined by ", "), None for DEFAULT; one of
-    ``known_parameters`` takes one value unless it is a list. Raises QueryError."""
+    ``known_parameters`` or a custom one (a.b) takes one value unless it is a list.
+    Raises QueryError."""
     tokens = _sql_tokens(sql)
     while tokens and tokens[-1] == _Token("symbol", ";"):
         tokens.pop()
@@ -260,7 +239,7 @@ def read_set(
     if rest[1:] == [_Token("word", "default")]:
         return dataclasses.replace(statement, name=name, value=None)
     arguments = _arguments(rest[1:], name)
-    known = name in known_parameters
+    known = name in known_parameters or is_placeholder(name)
     if len(arguments) > 1 and known and name not in _LIST_PARAMETERS:
         raise QueryError(INVALID_PARAMETER_VALUE, f"SET {name} takes only one argument")
     if name == "search_path":  # PostgreSQL quotes each schema as an identifier
@@ -508,16 +487,6 @@ _INTEGER_PARAMETERS: dict[str, tuple[int, int, str | None]] = {
     "lock_timeout": (0, _INT_MAX, "ms"),
     "idle_in_transaction_session_timeout": (0, _INT_MAX, "ms"),
 }
-# Milliseconds per unit, largest first (how PostgreSQL shows a value: the largest unit
-# that divides it).
-_MILLISECOND_UNITS: tuple[tuple[str, Decimal], ...] = (
-    ("d", Decimal(86_400_000)),
-    ("h", Decimal(3_600_000)),
-    ("min", Decimal(60_000)),
-    ("s", Decimal(1000)),
-    ("ms", Decimal(1)),
-    ("us", Decimal("0.001")),
-)
 # Values that change how answers are written: dpproxy writes them one way only.
 _ONLY_VALUES: dict[str, tuple[str, str]] = {
     "intervalstyle": ("postgres", "the format dpproxy writes intervals in"),
@@ -577,7 +546,7 @@ def checked_parameter(
             raise _invalid(name, value, hint="use on or off")
         shown = on_off(flag)
     elif name in _INTEGER_PARAMETERS:
-        shown = _integer_setting(name, value, *_INTEGER_PARAMETERS[name])
+        shown = integer_setting(name, value, *_INTEGER_PARAMETERS[name])
     else:
         return value  # lc_*, search_path: free text, as dpproxy does not read them
     only = _ONLY_VALUES.get(name)
@@ -596,38 +565,6 @@ def clean_application_name(value: str) -> str:
     to 63 characters."""
     cleaned = "".join(c if " " <= c <= "~" else "?" * len(c.encode("utf-8")) for c in value)
     return cleaned[:_APPLICATION_NAME_LENGTH]
-
-
-def _integer_setting(name: str, value: str, lowest: int, highest: int, unit: str | None) -> str:
-    """An integer parameter as PostgreSQL reads it (a number, rounded to an integer,
-    with a unit for one that has one: 5s, 1500 ms, 1min) and shows it."""
-    units = ", ".join(f'"{u}"' for u, _ in reversed(_MILLISECOND_UNITS))
-    unit_hint = f"Valid units for this parameter are {units}." if unit else None
-    match = re.fullmatch(r"\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\s*(\S*?)\s*", value)
-    if match is None:
-        raise _invalid(name, value, hint=unit_hint)
-    number = Decimal(match.group(1))
-    given = match.group(2)
-    if given:
-        size = dict(_MILLISECOND_UNITS).get(given) if unit else None
-        if size is None:
-            raise _invalid(name, value, hint=unit_hint)
-        number *= size
-    rounded = int(number.to_integral_value())  # half to even, as rint()
-    if abs(rounded) > _INT_MAX:
-        raise _invalid(name, value, hint="Value exceeds integer range.")
-    if not lowest <= rounded <= highest:
-        shown = f"{rounded} {unit}" if unit else str(rounded)
-        raise QueryError(
-            INVALID_PARAMETER_VALUE,
-            f'{shown} is outside the valid range for parameter "{name}" ({lowest} .. {highest})',
-        )
-    if unit is None or rounded == 0:
-        return str(rounded)
-    for shown_unit, size in _MILLISECOND_UNITS:
-        if rounded % size == 0:
-            return f"{int(rounded / size)}{shown_unit}"
-    return f"{rounded}ms"
 
 
 def _date_style(value: str, current: str, reset: str) -> str:

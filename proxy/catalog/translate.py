@@ -26,6 +26,8 @@ from proxy.catalog.relations import (
     Relation,
     find_relation,
 )
+from proxy.pg_settings import is_placeholder
+from proxy.sqlstate import UNDEFINED_OBJECT
 
 PUBLIC = "public"
 PARSE_CACHE_SIZE = 1024  # statements whose classification (catalog query or not) is kept
@@ -312,6 +314,7 @@ def _settings_literal(settings: Mapping[str, str]) -> exp.Expression:
                 ]
             )
             for k, v in sorted(settings.items())
+            if not is_placeholder(k)  # custom parameters (myapp.tenant): not, as in PostgreSQL
         ]
     )
 
@@ -495,7 +498,7 @@ def _rewrite_function(node: exp.Expression, session: SessionValues) -> exp.Expre
     if name == "version" and not args:
         return exp.Literal.string(session.version)
     if name == "current_setting" and args:
-        return _current_setting(args[0], session)
+        return _current_setting(args, session)
     if name in ("json_build_object", "jsonb_build_object"):
         return exp.Anonymous(this="json_object", expressions=args)
     if name == "pg_get_userbyid":
@@ -530,7 +533,10 @@ def _is_user_keyword(node: exp.Expression) -> bool:
     )
 
 
-def _current_setting(argument: exp.Expression, session: SessionValues) -> exp.Expression:
+def _current_setting(args: list[exp.Expression], session: SessionValues) -> exp.Expression:
+    """current_setting(name [, missing_ok]): NULL for a parameter not set when missing_ok
+    is true (current_setting('myapp.tenant', true)), else as SHOW."""
+    argument = args[0]
     # SQLAlchemy sends current_setting(%(name)s::VARCHAR): a text literal cast to text.
     while isinstance(argument, exp.Cast) and argument.to.is_type(*exp.DataType.TEXT_TYPES):
         argument = argument.this
@@ -538,7 +544,12 @@ def _current_setting(argument: exp.Expression, session: SessionValues) -> exp.Ex
         raise CatalogRefused("current_setting() needs the parameter's name as a literal")
     name = argument.name.lower()
     if name not in session.settings:
-        raise CatalogRefused(f'unrecognized configuration parameter "{name}"')
+        missing_ok = args[1:2] == [exp.Boolean(this=True)]
+        if missing_ok and len(args) == 2:
+            return exp.cast(exp.Null(), exp.DataType.build("text"))
+        raise CatalogRefused(
+            f'unrecognized configuration parameter "{name}"', sqlstate=UNDEFINED_OBJECT
+        )
     return exp.Literal.string(session.settings[name])
 
 

@@ -4,6 +4,8 @@ PostgreSQL. Before, they were dropped without a word."""
 
 from __future__ import annotations
 
+import asyncio
+
 import psycopg
 import pytest
 
@@ -46,3 +48,25 @@ def test_psycopg_options_set_the_session(server: RunningServer) -> None:
     assert any("this answer cost ε=0.25" in notice for notice in notices), notices
     with pytest.raises(psycopg.OperationalError, match=r"invalid value for dpproxy\.epsilon"):
         psycopg.connect(server.dsn("alice"), options="-c dpproxy.epsilon=lots")
+
+
+def test_postgresql_planner_and_custom_parameters_at_connect(server: RunningServer) -> None:
+    """Before, jit=off (asyncpg's server_settings) or -c work_mem=64MB ended the
+    connection with FATAL (unrecognized configuration parameter)."""
+    options = "-c work_mem=64MB -c myapp.tenant=acme"
+    with psycopg.connect(server.dsn("alice"), options=options, autocommit=True) as conn:
+        assert conn.execute("SHOW work_mem").fetchone() == ("64MB",)
+        assert conn.execute("SHOW myapp.tenant").fetchone() == ("acme",)
+        assert conn.execute("SELECT current_setting('myapp.tenant')").fetchone() == ("acme",)
+        conn.execute("SET jit = off")
+        assert conn.execute("SHOW jit").fetchone() == ("off",)
+    asyncpg = pytest.importorskip("asyncpg")  # a test dependency (pyproject's test extra)
+
+    async def go() -> list[object]:
+        conn = await asyncpg.connect(server.dsn("alice"), server_settings={"jit": "off"})
+        try:
+            return [await conn.fetchval("SHOW jit"), await conn.fetchval("SHOW work_mem")]
+        finally:
+            await conn.close()
+
+    assert asyncio.run(go()) == ["off", "4MB"]

@@ -1,0 +1,526 @@
+"""PostgreSQL's own planner, resource and client parameters, and custom ``a.b`` ones.
+
+Clients and BI tools send PostgreSQL parameters that tune how a server runs a query but
+not what it answers (asyncpg's ``server_settings={"jit": "off"}``, ``SET work_mem =
+'64MB'``, ``SET enable_seqscan = off``, pg_dump's ``SET row_security = off``). dpproxy
+runs its own engine settings, so it checks each such value as PostgreSQL 15 would
+(``checked_setting``: booleans, integers with units and ranges, reals, enums), keeps it
+in the session so that SHOW, RESET, SET LOCAL, savepoints and ``current_setting()``
+behave as in PostgreSQL, and otherwise ignores it. Custom parameters with a dot in the
+name (``SET myapp.tenant = 'acme'``, ``-c foo.bar=1``) are kept as strings, as
+PostgreSQL keeps placeholders; ``dpproxy.*`` names are dpproxy's own and never
+placeholders.
+
+``SETTINGS`` was generated once from PostgreSQL 15.20's ``pg_settings`` (the server of
+the tests) with ``SELECT name, vartype, unit, min_val, max_val, enumvals, boot_val FROM
+pg_settings WHERE context = 'user'``, keeping the parameters below; each default is
+what SHOW gave after ``set_config(name, boot_val, false)``, each enum's hidden
+spellings (``constraint_exclusion = yes``) what SET accepted among true/false/yes/no/
+1/0/on/off, and 1.79769e+308 is DBL_MAX. Only user-settable (context ``user``)
+parameters: dpproxy's analysts are not superusers. The ``tcp_*`` defaults are those
+of a Unix-socket connection (0); over TCP PostgreSQL shows the socket's values.
+
+Parameters of context ``user`` left out, each refused (0A000) with its reason in
+``REFUSED``:
+
+- ``array_nulls``, ``backslash_quote``, ``default_text_search_config``,
+  ``gin_fuzzy_search_limit``, ``quote_all_identifiers``, ``timezone_abbreviations``,
+  ``transform_null_equals``, ``xmlbinary``, ``xmloption``: they change what queries
+  answer, or which SQL is read, and dpproxy's engine works one way only;
+- ``exit_on_error``, ``restrict_nonsystem_relation_kind``: behaviour the client asks
+  for (ending the session at an error, refusing views) that dpproxy would not give;
+- ``default_tablespace``, ``temp_tablespaces``, ``local_preload_libraries``: they name
+  server objects (tablespaces, libraries) that dpproxy does not have;
+- ``default_transaction_deferrable``: dpproxy's transactions are never deferrable
+  (``transaction_deferrable`` shows off);
+- ``debug_pretty_print``, ``debug_print_parse``, ``debug_print_plan``,
+  ``debug_print_rewritten``, ``trace_notify``, ``trace_sort``: server diagnostics
+  dpproxy has none of to print.
+
+The others of context ``user`` (DateStyle, IntervalStyle, TimeZone,
+application_name, bytea_output, client_encoding, client_min_messages,
+default_table_access_method, default_transaction_isolation,
+default_transaction_read_only, extra_float_digits,
+idle_in_transaction_session_timeout, lc_monetary, lc_numeric, lc_time, lock_timeout,
+search_path, standard_conforming_strings, statement_timeout, transaction_deferrable,
+transaction_isolation, transaction_read_only) have their own handling in
+proxy.session and proxy.set_values. Parameters of other contexts (superuser, sighup,
+postmaster...) stay unrecognized (42704), as do ``role`` and ``session_authorization``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+from collections.abc import Mapping
+from decimal import Decimal
+from fractions import Fraction
+from typing import Literal, NamedTuple
+
+from proxy.seam import QueryError
+from proxy.sqlstate import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE
+
+INVALID_NAME = "42602"
+Kind = Literal["bool", "integer", "real", "enum"]
+
+# --- Booleans --------------------------------------------------------------------------
+
+# PostgreSQL's spellings of a boolean (besides unique prefixes of true/false/yes/no/on/off).
+_TRUE_WORDS = ("true", "yes", "on")
+_FALSE_WORDS = ("false", "no", "off")
+
+
+def parse_bool(value: str) -> bool | None:
+    """A boolean as PostgreSQL reads one (on/off, true/false, yes/no, 1/0, or a unique
+    prefix of these words, in any case, without surrounding spaces); None if it is not."""
+    wanted = value.lower()
+    if wanted in ("1", "0"):
+        return wanted == "1"
+    # "o" alone is ambiguous (on or off), as in PostgreSQL.
+    if len(wanted) >= (2 if wanted.startswith("o") else 1):
+        if any(word.startswith(wanted) for word in _TRUE_WORDS):
+            return True
+        if any(word.startswith(wanted) for word in _FALSE_WORDS):
+            return False
+    return None
+
+
+def on_off(flag: bool) -> str:
+    return "on" if flag else "off"
+
+
+# --- Numbers, as PostgreSQL's parse_int and parse_real read them -----------------------
+
+_INT_MAX = 2**31 - 1
+_LONG_MAX = 2**63 - 1
+_DBL_MAX = sys.float_info.max
+_C_SPACE = " \t\n\v\f\r"
+# strtol(..., 0): decimal, 0x hexadecimal or 0 octal, after white space.
+_STRTOL = re.compile(
+    r"[ \t\n\v\f\r]*(?P<sign>[+-]?)"
+    r"(?:0[xX](?P<hex>[0-9a-fA-F]+)|(?P<oct>0[0-7]*)|(?P<dec>[1-9][0-9]*))"
+)
+# strtod: a decimal or hexadecimal number, inf, infinity or nan, after white space.
+_STRTOD = re.compile(
+    r"[ \t\n\v\f\r]*(?P<sign>[+-]?)(?:"
+    r"(?P<hex>0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)(?:[pP][+-]?[0-9]+)?)"
+    r"|(?P<dec>(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)"
+    r"|(?P<inf>(?i:inf(?:inity)?))|(?P<nan>(?i:nan)(?:\([0-9A-Za-z_]*\))?))"
+)
+# A value's unit -> its size in the base unit, largest first, as PostgreSQL 15's tables.
+_BLOCK = 8192.0  # BLCKSZ
+_MEMORY_UNITS = ("TB", "GB", "MB", "kB", "B")
+_TIME_UNITS = ("d", "h", "min", "s", "ms", "us")
+_SIZES: dict[str, tuple[float, ...]] = {
+    "B": (1024.0**4, 1024.0**3, 1024.0**2, 1024.0, 1.0),
+    "kB": (1024.0**3, 1024.0**2, 1024.0, 1.0, 1.0 / 1024.0),
+    "8kB": (1024.0**3 / 8, 1024.0**2 / 8, 1024.0 / 8, 1.0 / 8, 1.0 / _BLOCK),
+    "ms": (86_400_000.0, 3_600_000.0, 60_000.0, 1000.0, 1.0, 1.0 / 1000),
+    "s": (86_400.0, 3600.0, 60.0, 1.0, 1.0 / 1000, 1.0 / 1_000_000),
+}
+_UNITS: dict[str, tuple[tuple[str, float], ...]] = {
+    unit: tuple(zip(_TIME_UNITS if unit in ("ms", "s") else _MEMORY_UNITS, sizes, strict=True))
+    for unit, sizes in _SIZES.items()
+}
+_MEMORY_HINT = 'Valid units for this parameter are "B", "kB", "MB", "GB", and "TB".'
+_TIME_HINT = 'Valid units for this parameter are "us", "ms", "s", "min", "h", and "d".'
+
+
+class _NotANumber(Exception):
+    """The value is no number PostgreSQL reads; ``hint`` is PostgreSQL's, if it gives one."""
+
+    def __init__(self, hint: str | None = None) -> None:
+        super().__init__(hint)
+        self.hint = hint
+
+
+def _strtod(value: str) -> tuple[float, int]:
+    """C's strtod(): the number ``value`` starts with and where it ends; _NotANumber when
+    there is none or it overflows or underflows (ERANGE)."""
+    match = _STRTOD.match(value)
+    if match is None:
+        raise _NotANumber
+    sign = -1.0 if match["sign"] == "-" else 1.0
+    if match["inf"]:
+        return sign * math.inf, match.end()
+    if match["nan"]:
+        return math.nan, match.end()
+    try:
+        number = float.fromhex(match["hex"]) if match["hex"] else float(match["dec"])
+    except OverflowError:
+        raise _NotANumber from None
+    if math.isinf(number):
+        raise _NotANumber
+    if abs(number) < sys.float_info.min:  # underflow: glibc's ERANGE if also inexact
+        exact = _exact(match["hex"], match["dec"])
+        if exact and Fraction(number) != exact:
+            raise _NotANumber
+    return sign * number, match.end()
+
+
+def _exact(hexadecimal: str | None, decimal: str | None) -> Fraction:
+    """The exact value of the number strtod read (one of the two is given)."""
+    if decimal is not None:
+        return Fraction(Decimal(decimal))
+    body, _, exponent = (hexadecimal or "0x0")[2:].lower().partition("p")
+    whole, _, fraction = body.partition(".")
+    mantissa = int(whole + fraction or "0", 16)
+    return Fraction(mantissa) * Fraction(2) ** (int(exponent or "0") - 4 * len(fraction))
+
+
+def _rint(number: float) -> float:
+    """C's rint(): to the nearest integer, halves to even."""
+    return number if not math.isfinite(number) else float(round(number))
+
+
+def _to_base_unit(number: float, rest: str, unit: str | None) -> float:
+    """``number`` with the unit written in ``rest`` (white space around it allowed), in
+    ``unit``, the parameter's own; as PostgreSQL, a fraction is rounded to the next
+    smaller unit (1.5h is 90min). _NotANumber if the unit is wrong or not allowed."""
+    written = rest.strip(_C_SPACE)
+    if not written:
+        return number
+    table = _UNITS.get(unit or "")
+    if table is None:
+        raise _NotANumber  # this parameter takes no unit
+    for position, (name, size) in enumerate(table):
+        if name == written:
+            value = number * size
+            if position + 1 < len(table):
+                smaller = table[position + 1][1]
+                value = _rint(value / smaller) * smaller
+            return value
+    raise _NotANumber(_TIME_HINT if unit in ("ms", "s") else _MEMORY_HINT)
+
+
+def _read_integer(value: str, unit: str | None) -> float:
+    """PostgreSQL's parse_int: an integer as strtol reads it (0x.., 0.. octal), or a
+    number as strtod does, with an optional unit, rounded (half to even)."""
+    match = _STRTOL.match(value)
+    end, integer = (0, 0) if match is None else (match.end(), _strtol_value(match))
+    if value[end : end + 1] in (".", "e", "E") or abs(integer) > _LONG_MAX:
+        number, end = _strtod(value)  # as PostgreSQL: read again as a float
+    elif match is None:
+        raise _NotANumber
+    else:
+        number = float(integer)
+    number = _rint(_to_base_unit(number, value[end:], unit))
+    if not -_INT_MAX - 1 <= number <= _INT_MAX:
+        raise _NotANumber("Value exceeds integer range.")
+    return number
+
+
+def _strtol_value(match: re.Match[str]) -> int:
+    if match["hex"]:
+        magnitude = int(match["hex"], 16)
+    elif match["oct"]:
+        magnitude = int(match["oct"], 8)
+    else:
+        magnitude = int(match["dec"])
+    return -magnitude if match["sign"] == "-" else magnitude
+
+
+def _invalid(name: str, value: str, hint: str | None) -> QueryError:
+    return QueryError(
+        INVALID_PARAMETER_VALUE, f'invalid value for parameter "{name}": "{value}"', hint=hint
+    )
+
+
+def _unit_hint(unit: str | None) -> str:
+    if unit is None:
+        return "write a number"
+    units = _TIME_UNITS if unit in ("ms", "s") else _MEMORY_UNITS
+    return f"write a number, with an optional unit ({', '.join(reversed(units))})"
+
+
+def integer_setting(
+    name: str, value: str, lowest: int, highest: int, unit: str | None, *, plain: bool = False
+) -> str:
+    """An integer parameter as PostgreSQL 15 reads it (a number, rounded to an integer,
+    with a unit for one that has one: 5s, 1500 ms, 64MB, 0x100) and shows it (in the
+    largest unit that divides it; the bare number if ``plain``). QueryError 22023 else."""
+    try:
+        number = int(_read_integer(value, unit))
+    except _NotANumber as error:
+        raise _invalid(name, value, error.hint or _unit_hint(unit)) from None
+    if not lowest <= number <= highest:
+        shown = f"{number} {unit}" if unit else str(number)
+        raise QueryError(
+            INVALID_PARAMETER_VALUE,
+            f'{shown} is outside the valid range for parameter "{name}" ({lowest} .. {highest})',
+        )
+    if unit is None or number <= 0 or plain:
+        return str(number)
+    for shown_unit, size in _UNITS[unit]:
+        if size <= 1.0 or number % int(size) == 0:
+            return f"{int(number / size)}{shown_unit}"
+    return str(number)  # not reached: every table ends with a unit of size <= 1
+
+
+def _g(number: float) -> str:
+    """C's %g, as PostgreSQL's snprintf writes infinities."""
+    if math.isinf(number):
+        return "Infinity" if number > 0 else "-Infinity"
+    return f"{number:g}"
+
+
+def real_setting(name: str, value: str, lowest: float, highest: float, unit: str | None) -> str:
+    """A floating-point parameter as PostgreSQL 15 reads it (strtod, with a unit for one
+    that has one) and shows it (%g, in the largest unit giving a whole number)."""
+    try:
+        number, end = _strtod(value)
+        if math.isnan(number):
+            raise _NotANumber
+        number = _to_base_unit(number, value[end:], unit)
+    except _NotANumber as error:
+        raise _invalid(name, value, error.hint or _unit_hint(unit)) from None
+    if not lowest <= number <= highest:
+        shown = f"{_g(number)} {unit}" if unit else _g(number)
+        raise QueryError(
+            INVALID_PARAMETER_VALUE,
+            f'{shown} is outside the valid range for parameter "{name}" '
+            f"({_g(lowest)} .. {_g(highest)})",
+        )
+    if unit is None or number <= 0:
+        return _g(number)
+    table = _UNITS[unit]
+    for shown_unit, size in table:
+        scaled = number / size
+        if abs(_rint(scaled) / scaled - 1.0) <= 1e-8:
+            return f"{_g(scaled)}{shown_unit}"
+    return f"{_g(number / table[-1][1])}{table[-1][0]}"
+
+
+# --- The parameters ----------------------------------------------------------------------
+
+
+class Setting(NamedTuple):
+    kind: Kind
+    default: str  # as SHOW shows it
+    lowest: float = 0
+    highest: float = 0
+    unit: str | None = None  # of the number: B, kB, 8kB (blocks), ms or s
+    choices: Mapping[str, str] = {}  # enum: each spelling (lower case) -> the value shown
+    visible: tuple[str, ...] = ()  # enum: the values PostgreSQL lists
+
+
+def _bool(default: str) -> Setting:
+    return Setting("bool", default)
+
+
+def _int(default: str, lowest: int, highest: int, unit: str | None = None) -> Setting:
+    return Setting("integer", default, lowest, highest, unit)
+
+
+def _real(default: str, lowest: float, highest: float, unit: str | None = None) -> Setting:
+    return Setting("real", default, lowest, highest, unit)
+
+
+_ON_OFF = {"true": "on", "false": "off", "yes": "on", "no": "off", "1": "on", "0": "off"}
+
+
+def _enum(default: str, values: tuple[str, ...], hidden: Mapping[str, str] = {}) -> Setting:
+    return Setting("enum", default, choices={**{v: v for v in values}, **hidden}, visible=values)
+
+
+SETTINGS: dict[str, Setting] = {
+    "backend_flush_after": _int("0", 0, 256, "8kB"),
+    "check_function_bodies": _bool("on"),
+    "client_connection_check_interval": _int("0", 0, 2147483647, "ms"),
+    "commit_siblings": _int("5", 0, 1000),
+    "constraint_exclusion": _enum("partition", ("partition", "on", "off"), _ON_OFF),
+    "cpu_index_tuple_cost": _real("0.005", 0.0, _DBL_MAX),
+    "cpu_operator_cost": _real("0.0025", 0.0, _DBL_MAX),
+    "cpu_tuple_cost": _real("0.01", 0.0, _DBL_MAX),
+    "cursor_tuple_fraction": _real("0.1", 0.0, 1.0),
+    "default_statistics_target": _int("100", 1, 10000),
+    "default_toast_compression": _enum("pglz", ("pglz", "lz4")),
+    "effective_cache_size": _int("4GB", 1, 2147483647, "8kB"),
+    "effective_io_concurrency": _int("1", 0, 1000),
+    "enable_async_append": _bool("on"),
+    "enable_bitmapscan": _bool("on"),
+    "enable_gathermerge": _bool("on"),
+    "enable_hashagg": _bool("on"),
+    "enable_hashjoin": _bool("on"),
+    "enable_incremental_sort": _bool("on"),
+    "enable_indexonlyscan": _bool("on"),
+    "enable_indexscan": _bool("on"),
+    "enable_material": _bool("on"),
+    "enable_memoize": _bool("on"),
+    "enable_mergejoin": _bool("on"),
+    "enable_nestloop": _bool("on"),
+    "enable_parallel_append": _bool("on"),
+    "enable_parallel_hash": _bool("on"),
+    "enable_partition_pruning": _bool("on"),
+    "enable_partitionwise_aggregate": _bool("off"),
+    "enable_partitionwise_join": _bool("off"),
+    "enable_seqscan": _bool("on"),
+    "enable_sort": _bool("on"),
+    "enable_tidscan": _bool("on"),
+    # Warns of backslashes in '...' only if standard_conforming_strings is off, which
+    # dpproxy refuses: it has no effect, in PostgreSQL either.
+    "escape_string_warning": _bool("on"),
+    "force_parallel_mode": _enum("off", ("off", "on", "regress"), _ON_OFF),
+    "from_collapse_limit": _int("8", 1, 2147483647),
+    "geqo": _bool("on"),
+    "geqo_effort": _int("5", 1, 10),
+    "geqo_generations": _int("0", 0, 2147483647),
+    "geqo_pool_size": _int("0", 0, 2147483647),
+    "geqo_seed": _real("0", 0.0, 1.0),
+    "geqo_selection_bias": _real("2", 1.5, 2.0),
+    "geqo_threshold": _int("12", 2, 2147483647),
+    "gin_pending_list_limit": _int("4MB", 64, 2147483647, "kB"),
+    "hash_mem_multiplier": _real("2", 1.0, 1000.0),
+    "idle_session_timeout": _int("0", 0, 2147483647, "ms"),
+    "jit": _bool("on"),
+    "jit_above_cost": _real("100000", -1.0, _DBL_MAX),
+    "jit_expressions": _bool("on"),
+    "jit_inline_above_cost": _real("500000", -1.0, _DBL_MAX),
+    "jit_optimize_above_cost": _real("500000", -1.0, _DBL_MAX),
+    "jit_tuple_deforming": _bool("on"),
+    "join_collapse_limit": _int("8", 1, 2147483647),
+    "log_parameter_max_length_on_error": _int("0", -1, 1073741823, "B"),
+    "logical_decoding_work_mem": _int("64MB", 64, 2147483647, "kB"),
+    "maintenance_io_concurrency": _int("10", 0, 1000),
+    "maintenance_work_mem": _int("64MB", 1024, 2147483647, "kB"),
+    "max_parallel_maintenance_workers": _int("2", 0, 1024),
+    "max_parallel_workers": _int("8", 0, 1024),
+    "max_parallel_workers_per_gather": _int("2", 0, 1024),
+    "min_parallel_index_scan_size": _int("512kB", 0, 715827882, "8kB"),
+    "min_parallel_table_scan_size": _int("8MB", 0, 715827882, "8kB"),
+    "parallel_leader_participation": _bool("on"),
+    "parallel_setup_cost": _real("1000", 0.0, _DBL_MAX),
+    "parallel_tuple_cost": _real("0.1", 0.0, _DBL_MAX),
+    "password_encryption": _enum("scram-sha-256", ("md5", "scram-sha-256")),
+    "plan_cache_mode": _enum("auto", ("auto", "force_generic_plan", "force_custom_plan")),
+    "random_page_cost": _real("4", 0.0, _DBL_MAX),
+    "recursive_worktable_factor": _real("10", 0.001, 1000000.0),
+    # Off makes PostgreSQL refuse queries that a row security policy would filter;
+    # dpproxy has no such policies, so it changes nothing, as in PostgreSQL without any.
+    "row_security": _bool("on"),
+    "seq_page_cost": _real("1", 0.0, _DBL_MAX),
+    "stats_fetch_consistency": _enum("cache", ("none", "cache", "snapshot")),
+    "synchronize_seqscans": _bool("on"),
+    "synchronous_commit": _enum(
+        "on", ("local", "remote_write", "remote_apply", "on", "off"), _ON_OFF
+    ),
+    "tcp_keepalives_count": _int("0", 0, 2147483647),
+    "tcp_keepalives_idle": _int("0", 0, 2147483647, "s"),
+    "tcp_keepalives_interval": _int("0", 0, 2147483647, "s"),
+    "tcp_user_timeout": _int("0", 0, 2147483647, "ms"),
+    "temp_buffers": _int("8MB", 100, 1073741823, "8kB"),
+    "vacuum_cost_delay": _real("0", 0.0, 100.0, "ms"),
+    "vacuum_cost_limit": _int("200", 1, 10000),
+    "vacuum_cost_page_dirty": _int("20", 0, 10000),
+    "vacuum_cost_page_hit": _int("1", 0, 10000),
+    "vacuum_cost_page_miss": _int("2", 0, 10000),
+    "vacuum_failsafe_age": _int("1600000000", 0, 2100000000),
+    "vacuum_freeze_min_age": _int("50000000", 0, 1000000000),
+    "vacuum_freeze_table_age": _int("150000000", 0, 2000000000),
+    "vacuum_multixact_failsafe_age": _int("1600000000", 0, 2100000000),
+    "vacuum_multixact_freeze_min_age": _int("5000000", 0, 1000000000),
+    "vacuum_multixact_freeze_table_age": _int("150000000", 0, 2000000000),
+    "wal_sender_timeout": _int("1min", 0, 2147483647, "ms"),
+    "wal_skip_threshold": _int("2MB", 0, 2147483647, "kB"),
+    "work_mem": _int("4MB", 64, 2147483647, "kB"),
+}
+#: SHOW gives these as bare numbers (PostgreSQL shows the socket's value, without units).
+_PLAIN = frozenset(
+    {"tcp_keepalives_count", "tcp_keepalives_idle", "tcp_keepalives_interval", "tcp_user_timeout"}
+)
+#: What SHOW gives for each of SETTINGS when the session has not set it.
+DEFAULTS: dict[str, str] = {name: setting.default for name, setting in SETTINGS.items()}
+
+_CHANGES_ANSWERS = "it changes what queries answer, and dpproxy's engine works one way only"
+_DIAGNOSTIC = "it prints PostgreSQL's internals to the server log, which dpproxy has none of"
+REFUSED: dict[str, str] = {
+    "array_nulls": f"{_CHANGES_ANSWERS} (how array input reads NULL)",
+    "backslash_quote": "it changes which string literals are read (\\' in E'...' strings)",
+    "default_text_search_config": f"{_CHANGES_ANSWERS} (to_tsvector(), to_tsquery())",
+    "gin_fuzzy_search_limit": f"{_CHANGES_ANSWERS} (GIN index searches return a subset)",
+    "quote_all_identifiers": f"{_CHANGES_ANSWERS} (quote_ident(), format('%I'))",
+    "timezone_abbreviations": f"{_CHANGES_ANSWERS} (time zone abbreviations in input)",
+    "transform_null_equals": f"{_CHANGES_ANSWERS} (x = NULL would mean x IS NULL)",
+    "xmlbinary": f"{_CHANGES_ANSWERS} (how XML output encodes binary values)",
+    "xmloption": f"{_CHANGES_ANSWERS} (how strings are read as XML)",
+    "exit_on_error": "PostgreSQL would end the session at any error; dpproxy would not",
+    "restrict_nonsystem_relation_kind": "dpproxy would not enforce the restriction",
+    "default_tablespace": "dpproxy has no tablespaces and creates no tables",
+    "temp_tablespaces": "dpproxy has no tablespaces and creates no tables",
+    "local_preload_libraries": "dpproxy loads no server libraries",
+    "default_transaction_deferrable": "dpproxy's transactions are not deferrable",
+    **dict.fromkeys(
+        ("debug_pretty_print", "debug_print_parse", "debug_print_plan", "debug_print_rewritten"),
+        _DIAGNOSTIC,
+    ),
+    "trace_notify": _DIAGNOSTIC,
+    "trace_sort": _DIAGNOSTIC,
+}
+
+# A custom parameter's name: two or more simple identifiers separated by dots.
+_IDENTIFIER = r"[A-Za-z_\u0080-\U0010ffff][A-Za-z0-9_$\u0080-\U0010ffff]*"
+_CUSTOM_NAME = re.compile(rf"{_IDENTIFIER}(?:\.{_IDENTIFIER})+")
+
+
+def is_placeholder(name: str) -> bool:
+    """A custom parameter (``myapp.tenant``): a dot in its name, not dpproxy's own."""
+    return "." in name and not name.startswith("dpproxy.")
+
+
+def accepts(name: str) -> bool:
+    """True for a parameter this module checks: one of SETTINGS, or a custom one."""
+    return name in SETTINGS or is_placeholder(name)
+
+
+def check_name(name: str) -> None:
+    """QueryError 42602, as PostgreSQL, for a custom parameter's name that is no chain of
+    identifiers (``a.b-c``, ``foo.``)."""
+    if is_placeholder(name) and not _CUSTOM_NAME.fullmatch(name):
+        raise QueryError(
+            INVALID_NAME,
+            f'invalid configuration parameter name "{name}"',
+            detail="Custom parameter names must be two or more simple identifiers "
+            "separated by dots.",
+        )
+
+
+def refusal(name: str) -> QueryError | None:
+    """The refusal (0A000) of a PostgreSQL parameter dpproxy knows and leaves out."""
+    reason = REFUSED.get(name)
+    if reason is None:
+        return None
+    return QueryError(
+        FEATURE_NOT_SUPPORTED,
+        f'dpproxy does not support parameter "{name}": {reason}',
+        hint=f"leave {name} out of the statement and the connection settings "
+        "(options, PGOPTIONS, server_settings)",
+    )
+
+
+def checked_setting(name: str, value: str) -> str:
+    """What SHOW gives after SET ``name`` = ``value`` (``name`` as accepts() accepts it),
+    checked as PostgreSQL 15 checks it: QueryError 22023 for a value it refuses, 42602
+    for a malformed custom name. A custom parameter keeps its value as written."""
+    check_name(name)
+    setting = SETTINGS.get(name)
+    if setting is None:
+        return value
+    if setting.kind == "bool":
+        flag = parse_bool(value)
+        if flag is None:
+            raise QueryError(
+                INVALID_PARAMETER_VALUE,
+                f'parameter "{name}" requires a Boolean value',
+                hint=f"use SET {name} = on or off",
+            )
+        return on_off(flag)
+    if setting.kind == "enum":
+        shown = setting.choices.get(value.lower())
+        if shown is None:
+            raise _invalid(name, value, f"Available values: {', '.join(setting.visible)}.")
+        return shown
+    if setting.kind == "integer":
+        lowest, highest = int(setting.lowest), int(setting.highest)
+        return integer_setting(name, value, lowest, highest, setting.unit, plain=name in _PLAIN)
+    return real_setting(name, value, setting.lowest, setting.highest, setting.unit)
