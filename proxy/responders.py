@@ -9,12 +9,14 @@ session then tries the next responder and finally the DP pipeline.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
+from proxy.backends import CancelToken
 from proxy.ledger import AsyncLedger
 from proxy.pipeline import Asker
-from proxy.seam import ColumnDescription, StatementResult
+from proxy.seam import ColumnDescription, QueryError, StatementResult
+from proxy.sqlstate import QUERY_CANCELED
 from rewriter import Catalog
 
 TEXT_OID = 25
@@ -29,13 +31,22 @@ class SessionContext:
     parameters: Mapping[str, str]
     catalog: Catalog
     ledger: AsyncLedger
+    #: Fired by a cancel request for the statement being answered (AnalystSession.cancel).
+    cancel: CancelToken = field(default_factory=CancelToken)
 
 
 class Responder(Protocol):
     async def answer(self, sql: str, context: SessionContext) -> StatementResult | None:
         """The full result if this responder owns ``sql``, else None. Raise QueryError to
-        refuse. Must not read data nor charge budget: Describe calls it too."""
+        refuse, and ``canceled()`` once ``context.cancel`` fires while it waits. Must not
+        read data nor charge budget: Describe calls it too."""
         ...
+
+
+def canceled() -> QueryError:
+    """PostgreSQL's error for a statement stopped by a cancel request before it was charged
+    (system answers never are)."""
+    return QueryError(QUERY_CANCELED, "canceling statement due to user request")
 
 
 SHOW_ALL_COLUMNS = (

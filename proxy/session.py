@@ -25,7 +25,7 @@ from proxy.pg_settings import (
     refusal,
 )
 from proxy.pipeline import Asker, Pipeline, Report
-from proxy.responders import SHOW_ALL_COLUMNS, Responder, SessionContext, show_all
+from proxy.responders import SHOW_ALL_COLUMNS, Responder, SessionContext, canceled, show_all
 from proxy.seam import ColumnDescription, Notice, QueryError, StatementResult, TransactionStatus
 from proxy.set_values import checked_parameter, clean_application_name, read_set
 from proxy.sqlstate import (
@@ -192,7 +192,7 @@ class AnalystSession:
                 return None
             statement = self._recognize(sql)
             if statement is None:
-                system = await self._system_answer(sql)
+                system = await self._cancellable_system_answer(sql)
                 if system is not None:
                     return system.columns
                 return await self._pipeline.describe(
@@ -214,7 +214,20 @@ class AnalystSession:
             return (ColumnDescription(statement.name or "", TEXT_OID),)
         return None
 
-    async def _system_answer(self, sql: str) -> StatementResult | None:
+    async def _cancellable_system_answer(self, sql: str) -> StatementResult | None:
+        """``_system_answer`` (at Describe), stopped by a cancel request meanwhile."""
+        token = CancelToken()
+        self._token = token
+        try:
+            return await self._system_answer(sql, token)
+        finally:
+            self._token = None
+
+    async def _system_answer(self, sql: str, token: CancelToken) -> StatementResult | None:
+        """The answer of the first responder that owns ``sql``, else None. A cancel
+        request (``token``) stops a responder's work with 57014, and a statement that no
+        responder owns ends so too if ``token`` fired meanwhile: nothing has run and
+        nothing is charged."""
         if not self._responders:
             return None
         context = SessionContext(
@@ -223,11 +236,14 @@ class AnalystSession:
             parameters=dict(self._parameters),
             catalog=self._pipeline.catalog,
             ledger=self._pipeline.ledger,
+            cancel=token,
         )
         for responder in self._responders:
             answer = await responder.answer(sql, context)
             if answer is not None:
                 return answer
+        if token.canceled:
+            raise canceled()
         return None
 
     def _recognize(self, sql: str) -> SessionStatement | None:
@@ -256,12 +272,14 @@ class AnalystSession:
             if statement.kind is Kind.SHOW and statement.name == BUDGET_PARAMETER:
                 return await self._show_budget()
             return self._session_statement(statement)
-        system = await self._system_answer(sql)
-        if system is not None:
-            return system
+        # One token for the whole statement: a cancel request stops the catalog responder
+        # (classifying the statement, or running a catalog query) as well as a DP query.
         token = CancelToken()
         self._token = token
         try:
+            system = await self._system_answer(sql, token)
+            if system is not None:
+                return system
             return await self._pipeline.answer(
                 self._asker,
                 sql,

@@ -1,12 +1,14 @@
 """The in-memory DuckDB holding the emulated catalog, one per server.
 
 It holds no data of any database: only the rows of ``contents.py``. It cannot read files
-or load extensions, every query is interrupted after a few seconds, and its answer is
-fetched in small batches and given up past MAX_ROWS rows or MAX_BYTES bytes.
+or load extensions, every query is interrupted after a few seconds or at once when its
+QueryStop is cancelled (a cancel request), and its answer is fetched in small batches and
+given up past MAX_ROWS rows or MAX_BYTES bytes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,6 +29,8 @@ MAX_ROWS = 100_000
 MAX_BYTES = 64 * 1024 * 1024
 MEMORY_LIMIT = "256MB"
 _MAX_BATCH = 2048  # rows fetched at a time, at most (fewer while the rows are large)
+#: How often a query being stopped is interrupted again, until it ends (see _watch).
+_INTERRUPT_EVERY_SECONDS = 0.01
 _KEYWORD_DESCRIPTIONS = {
     "U": "unreserved",
     "C": "unreserved (cannot be function or type name)",
@@ -46,6 +50,36 @@ class CatalogQueryTooLong(CatalogQueryFailed):
 
 class CatalogResultTooLarge(CatalogQueryFailed):
     """The answer is larger than MAX_BYTES, or the query needs more than MEMORY_LIMIT."""
+
+
+class CatalogQueryCanceled(CatalogQueryFailed):
+    """The query's QueryStop was cancelled: it was interrupted, or never started."""
+
+
+class QueryStop:
+    """Stops one catalog query from any thread: cancelled before the query starts, it never
+    starts; while it runs, it is interrupted at once."""
+
+    def __init__(self) -> None:
+        self._canceled = threading.Event()
+        # Wakes the query's watcher: on cancel, and when the query has ended.
+        self._wake = threading.Event()
+
+    @property
+    def canceled(self) -> bool:
+        return self._canceled.is_set()
+
+    def cancel(self) -> None:
+        self._canceled.set()
+        self._wake.set()
+
+    def wait(self, timeout: float) -> None:
+        """Until cancelled, woken or ``timeout`` seconds have passed."""
+        self._wake.wait(timeout)
+
+    def wake(self) -> None:
+        """End ``wait`` (the query has ended)."""
+        self._wake.set()
 
 
 @dataclass(frozen=True)
@@ -69,17 +103,27 @@ class CatalogDatabase:
         ):
             self._connection.execute(statement)
 
-    def run_blocking(self, sql: str) -> QueryOutput:
-        """Run ``sql`` (blocks: call it from a worker thread, see CatalogResponder)."""
+    def run_blocking(self, sql: str, stop: QueryStop | None = None) -> QueryOutput:
+        """Run ``sql`` (blocks: call it from a worker thread, see CatalogResponder).
+        Raises CatalogQueryCanceled when ``stop`` is cancelled, before or while it runs."""
+        stop = QueryStop() if stop is None else stop
         with self._lock:
             cursor = self._connection.cursor()
-        timer = threading.Timer(TIMEOUT_SECONDS, cursor.interrupt)
-        timer.start()
+        ended = threading.Event()
+        watcher = threading.Thread(
+            target=_watch, args=(cursor, stop, ended), name="dpproxy-catalog-watch", daemon=True
+        )
+        watcher.start()
         try:
+            # Checked once the watcher runs: a cancel from now on reaches the query.
+            if stop.canceled:
+                raise CatalogQueryCanceled("canceled before it started")
             cursor.execute(sql)
             description = cursor.description or []
-            rows, size = _fetch(cursor)
+            rows, size = _fetch(cursor, stop)
         except duckdb.InterruptException:
+            if stop.canceled:
+                raise CatalogQueryCanceled("canceled on request") from None
             raise CatalogQueryTooLong(f"stopped after {TIMEOUT_SECONDS:g} s") from None
         except duckdb.OutOfMemoryException:
             raise CatalogResultTooLarge(
@@ -88,7 +132,9 @@ class CatalogDatabase:
         except duckdb.Error as error:
             raise CatalogQueryFailed(str(error).split("\n", 1)[0]) from None
         finally:
-            timer.cancel()
+            ended.set()
+            stop.wake()
+            watcher.join()
             cursor.close()
         return QueryOutput(
             tuple(str(d[0]) for d in description),
@@ -101,16 +147,32 @@ class CatalogDatabase:
         self._connection.close()
 
 
-def _fetch(cursor: duckdb.DuckDBPyConnection) -> tuple[list[tuple[object, ...]], int]:
+def _watch(cursor: duckdb.DuckDBPyConnection, stop: QueryStop, ended: threading.Event) -> None:
+    """Interrupt the query on ``cursor`` once TIMEOUT_SECONDS have passed or ``stop`` is
+    cancelled, unless it ended first. DuckDB forgets an interrupt that comes before it has
+    started the query (it clears the flag as a statement begins), so the interrupt is
+    repeated every _INTERRUPT_EVERY_SECONDS until the query has ended."""
+    stop.wait(TIMEOUT_SECONDS)
+    while not ended.is_set():
+        with contextlib.suppress(duckdb.Error):  # thread-safe; harmless between statements
+            cursor.interrupt()
+        ended.wait(_INTERRUPT_EVERY_SECONDS)
+
+
+def _fetch(
+    cursor: duckdb.DuckDBPyConnection, stop: QueryStop
+) -> tuple[list[tuple[object, ...]], int]:
     """The rows of the query run on ``cursor`` and their size, fetched a few at a time:
     as many as are expected to fit in what is left of MAX_BYTES (at least one row, at
     most _MAX_BATCH), so that an answer too large is given up after little more than
-    MAX_BYTES were fetched. Raises CatalogQueryTooLong past MAX_ROWS rows and
-    CatalogResultTooLarge past MAX_BYTES."""
+    MAX_BYTES were fetched. Raises CatalogQueryTooLong past MAX_ROWS rows,
+    CatalogResultTooLarge past MAX_BYTES and CatalogQueryCanceled once ``stop`` is."""
     rows: list[tuple[object, ...]] = []
     size = 0
     batch = 1
     while True:
+        if stop.canceled:
+            raise CatalogQueryCanceled("canceled on request")
         fetched = cursor.fetchmany(batch)
         if not fetched:
             return rows, size

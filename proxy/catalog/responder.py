@@ -7,18 +7,24 @@ types), never from the database: nothing reads data and nothing is charged.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections import OrderedDict
-from collections.abc import Sequence
-from typing import NamedTuple
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any, NamedTuple, TypeVar
 
 from proxy import __version__
+from proxy.backends import CancelToken
 from proxy.catalog.contents import Declared
 from proxy.catalog.database import (
     CatalogDatabase,
+    CatalogQueryCanceled,
     CatalogQueryFailed,
     CatalogQueryTooLong,
     CatalogResultTooLarge,
+    QueryOutput,
+    QueryStop,
 )
 from proxy.catalog.pgtypes import result_type
 from proxy.catalog.result_cache import RESULT_CACHE_SIZE, ResultCache
@@ -31,7 +37,7 @@ from proxy.catalog.translate import (
     Translation,
     remembered_translation,
 )
-from proxy.responders import SessionContext
+from proxy.responders import SessionContext, canceled
 from proxy.seam import ColumnDescription, QueryError, StatementResult
 from proxy.sqlstate import FEATURE_NOT_SUPPORTED, QUERY_CANCELED
 from proxy.workers import Workers
@@ -39,11 +45,15 @@ from rewriter import Catalog
 from rewriter.parse import MAX_SQL_LENGTH
 
 logger = logging.getLogger("dpproxy.catalog")
+T = TypeVar("T")
 
 VERSION = f"PostgreSQL 15.0 (dpproxy {__version__}) on x86_64-pc-linux-gnu, 64-bit"
 DEFAULT_DATABASE = "dpproxy"
-#: Threads that parse, translate and run catalog queries (one at a time per analyst).
+#: Threads that run catalog queries (one at a time per analyst).
 CATALOG_THREADS = 4
+#: Threads that parse and translate statements (one at a time per analyst): every
+#: statement passes here first, to learn whether it is a catalog query.
+TRANSLATION_THREADS = 4
 PROGRAM_LIMIT_EXCEEDED = "54000"
 
 
@@ -73,8 +83,12 @@ class CatalogResponder:
         # Parsing (a long statement takes a second) and running catalog queries happen on
         # threads of their own, one job at a time per analyst: the event loop keeps
         # serving everyone, and one analyst's slow catalog queries (pg_sleep, large
-        # answers) hold one thread, not all of them.
-        self._workers = Workers(CATALOG_THREADS, "dpproxy-catalog")
+        # answers) hold one thread, not all of them. Translating has threads apart from
+        # running: a statement of the analyst's other connections (a DP query, or a
+        # catalog query answered from the cache) is not held up by a catalog query that
+        # runs meanwhile.
+        self._translating = Workers(TRANSLATION_THREADS, "dpproxy-catalog-parse")
+        self._running = Workers(CATALOG_THREADS, "dpproxy-catalog")
         # Translations of short statements, looked up on the event loop (no thread for a
         # statement seen before). Kept for each analyst apart, as catalog_tree explains.
         self._outcomes: OrderedDict[_OutcomeKey, _Outcome] = OrderedDict()
@@ -96,7 +110,7 @@ class CatalogResponder:
             version=VERSION,
             settings=dict(context.parameters),
         )
-        translation = await self._translation(sql, session, parameters)
+        translation = await self._translation(sql, session, parameters, context.cancel)
         if isinstance(translation, _Refusal):
             raise QueryError(translation.sqlstate, translation.message, hint=translation.hint)
         if translation is None:
@@ -104,9 +118,10 @@ class CatalogResponder:
         cached = self._results.get(translation.sql)
         if cached is not None:
             return cached
-        database, translated = self._database, translation.sql
         try:
-            output = await self._workers.run(analyst, lambda: database.run_blocking(translated))
+            output = await self._run(analyst, translation.sql, context.cancel)
+        except CatalogQueryCanceled:
+            raise canceled() from None
         except CatalogResultTooLarge as error:
             raise QueryError(
                 PROGRAM_LIMIT_EXCEEDED,
@@ -140,11 +155,26 @@ class CatalogResponder:
         self._results.put(translation.sql, result, output.size)
         return result
 
+    async def _run(self, analyst: str, sql: str, token: CancelToken) -> QueryOutput:
+        """The output of the translated ``sql``, run on a worker thread in ``analyst``'s
+        turn; stopped at once (CatalogQueryCanceled) when ``token`` fires."""
+        database = self._database
+
+        async def run(stop: QueryStop) -> QueryOutput:
+            return await self._running.run(analyst, lambda: database.run_blocking(sql, stop))
+
+        return await _unless_canceled(token, run)
+
     async def _translation(
-        self, sql: str, session: SessionValues, parameters: Sequence[str | None]
+        self,
+        sql: str,
+        session: SessionValues,
+        parameters: Sequence[str | None],
+        token: CancelToken,
     ) -> _Outcome:
         """The statement's translation (remembered_translation) or its refusal, computed
-        on a worker thread unless remembered here."""
+        on a worker thread unless remembered here; not awaited further once ``token``
+        fires (the thread finishes on its own)."""
         key: _OutcomeKey | None = None
         if len(sql) <= CACHED_LENGTH:
             key = (
@@ -158,9 +188,12 @@ class CatalogResponder:
             if key in self._outcomes:
                 self._outcomes.move_to_end(key)
                 return self._outcomes[key]
-        outcome = await self._workers.run(
-            session.user, lambda: _translate(sql, session, parameters)
-        )
+        translating = self._translating
+
+        async def translate(_: QueryStop) -> _Outcome:
+            return await translating.run(session.user, lambda: _translate(sql, session, parameters))
+
+        outcome = await _unless_canceled(token, translate)
         if key is not None:
             self._outcomes[key] = outcome
             if len(self._outcomes) > PARSE_CACHE_SIZE:
@@ -168,8 +201,58 @@ class CatalogResponder:
         return outcome
 
     def close(self) -> None:
-        self._workers.close()
+        self._translating.close()
+        self._running.close()
         self._database.close()
+
+
+async def _unless_canceled(
+    token: CancelToken, work: Callable[[QueryStop], Coroutine[Any, Any, T]]
+) -> T:
+    """``work(stop)``'s result, unless ``token`` fires first: then ``stop`` is cancelled
+    (a query not started never starts, a running one is interrupted), ``work`` is no
+    longer awaited (nor started, if still waiting for its turn or a thread) and the
+    statement ends with PostgreSQL's 57014. A cancel after ``work`` has ended changes
+    nothing."""
+    loop = asyncio.get_running_loop()
+    stop = QueryStop()
+    fired: asyncio.Future[None] = loop.create_future()
+
+    def cancel() -> None:  # from the event loop (a cancel request), or any thread
+        stop.cancel()
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nothing waits
+            loop.call_soon_threadsafe(_resolve, fired)
+
+    token.bind(cancel)
+    try:
+        if token.canceled:  # fired before it was bound (while nothing could be stopped)
+            raise canceled()
+        job = asyncio.ensure_future(work(stop))
+        job.add_done_callback(_consume)
+        try:
+            await asyncio.wait((job, fired), return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:  # the session's task itself (server shutdown)
+            stop.cancel()
+            job.cancel()
+            raise
+    finally:
+        token.bind(None)
+    if job.done():
+        return job.result()
+    job.cancel()
+    raise canceled()
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+def _consume(job: asyncio.Future[Any]) -> None:
+    """Retrieve a job's outcome, which nobody awaits once cancelled (else asyncio logs
+    'exception was never retrieved')."""
+    if not job.cancelled():
+        job.exception()
 
 
 def _translate(sql: str, session: SessionValues, parameters: Sequence[str | None]) -> _Outcome:
