@@ -12,12 +12,14 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
 
 from accountant import AnalystBudget, Decision, Epsilon, StateStore
 from proxy.catalog import CatalogResponder
+from proxy.catalog import responder as responder_module
 from proxy.catalog.database import MAX_BYTES, CatalogDatabase, CatalogResultTooLarge
 from proxy.ledger import AsyncLedger
 from proxy.pipeline import Asker
@@ -125,15 +127,29 @@ def test_a_catalog_query_too_deep_to_translate_is_refused(server: RunningServer)
         assert conn.execute("SELECT 1").fetchall() == [(1,)]
 
 
-def test_parsing_a_long_statement_leaves_the_event_loop_free(tmp_path: Path) -> None:
+def test_parsing_a_long_statement_leaves_the_event_loop_free(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A statement of 14,000 constants takes the catalog responder a while to parse (and
-    classify: it is a DP query). Meanwhile another analyst's catalog query is answered."""
+    classify: it is a DP query). Meanwhile another analyst's catalog query is answered.
+
+    The compiled parser (sqlglotc) parses it in a tenth of a second and holds the GIL
+    while it does, so the statement's translation is made slower here on purpose (a sleep,
+    which lets the GIL go): had it run on the event loop, the short query would wait."""
     long = (
         "SELECT COUNT(*) FROM visits WHERE visit_id IN ("
         + ", ".join(str(i) for i in range(14_000))
         + ")"
     )
     assert len(long) < MAX_SQL_LENGTH
+    translate = responder_module._translate
+
+    def slow_translate(sql: str, *args: Any) -> Any:
+        if sql == long:
+            time.sleep(1)
+        return translate(sql, *args)
+
+    monkeypatch.setattr(responder_module, "_translate", slow_translate)
     responder = CatalogResponder(_catalog())
     ledger = AsyncLedger(tmp_path / "state.sqlite")
     order: list[str] = []
