@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, InvalidOperation
+from decimal import MAX_EMAX, MIN_EMIN, ROUND_FLOOR, Context, Decimal, InvalidOperation
 from enum import StrEnum
 from typing import Any, ClassVar, Self
 
@@ -78,7 +78,7 @@ class NanoAmount:
             raise InvalidAmount(f"{cls.SYMBOL} cannot be negative (got {value!r})")
         if exact > MAX_UNITS:
             raise InvalidAmount(f"{cls.SYMBOL}={value!r} is too large; the maximum is {MAX_UNITS}")
-        return int(exact.scaleb(9).to_integral_value(rounding=ROUND_CEILING))
+        return ceil_scaled(exact, 9)
 
     @classmethod
     def from_nano(cls, nano: int) -> Self:
@@ -137,7 +137,7 @@ class NanoAmount:
         nano = self._other(other)
         if nano is None:
             return NotImplemented
-        return type(self).from_nano(self._nano + nano)
+        return self._result(self._nano + nano, f"{self} + {other}", f"add at most {self._room}")
 
     def __radd__(self, other: object) -> Self:
         # Lets ``sum(amounts, start=Epsilon.zero())`` and ``sum(amounts)`` both work.
@@ -166,7 +166,23 @@ class NanoAmount:
             return NotImplemented
         if times < 0:
             raise InvalidAmount(f"cannot multiply {self} by a negative number ({times})")
-        return type(self).from_nano(self._nano * times)
+        return self._result(self._nano * times, f"{times} × {self}", "use a smaller amount")
+
+    def _result(self, nano: int, what: str, fix: str) -> Self:
+        """The amount ``nano`` (the result of ``what``), or InvalidAmount saying the limit
+        and what to do (``fix``) if it is more than any amount may be."""
+        if nano > MAX_UNITS * NANO_PER_UNIT:
+            shown = format(Decimal(nano).scaleb(-9).normalize(), "f")
+            raise InvalidAmount(
+                f"{what} would be {self.SYMBOL}={shown}, more than the largest {self.SYMBOL} "
+                f"dpproxy keeps ({MAX_UNITS}, far beyond any meaningful budget); {fix}"
+            )
+        return type(self).from_nano(nano)
+
+    @property
+    def _room(self) -> Self:
+        """How much more this amount could grow (to MAX_UNITS)."""
+        return type(self).from_nano(max(MAX_UNITS * NANO_PER_UNIT - self._nano, 0))
 
     __rmul__ = __mul__
 
@@ -280,9 +296,36 @@ class Period(StrEnum):
 DELTA_UNITS_PER_ONE = 10**15
 
 
+_MAX_SCALED_DIGITS = 40
+
+
+def ceil_scaled(exact: Decimal, places: int) -> int:
+    """⌈``exact`` × 10^``places``⌉ for a finite ``exact`` ≥ 0, computed exactly: unlike
+    ``exact.scaleb(places)``, never rounded to the decimal context's 28 digits nor flushed
+    to 0 by its exponent limits (``Decimal("1e-999999999999999999").scaleb(9)`` is 0), so
+    a positive amount always comes to at least one unit."""
+    if not exact.is_finite() or exact < 0:
+        raise InvalidAmount(f"an amount must be a finite number of 0 or more, not {exact}")
+    _, digits, exponent = exact.as_tuple()
+    if not isinstance(exponent, int):  # (finite numbers have an int exponent)
+        raise InvalidAmount(f"an amount must be a finite number of 0 or more, not {exact}")
+    coefficient = int("".join(map(str, digits)) or "0")
+    if coefficient == 0:
+        return 0
+    shift = exponent + places
+    if shift + len(digits) > _MAX_SCALED_DIGITS:  # (callers bound amounts far below this)
+        raise InvalidAmount(f"an amount of {exact} is far too large")
+    if shift >= 0:
+        return coefficient * int(10**shift)
+    if -shift > len(digits):  # 0 < exact × 10^places < 1
+        return 1
+    return -(-coefficient // int(10 ** (-shift)))
+
+
 def delta_units(delta: Decimal) -> int:
-    """``delta`` in whole 10⁻¹⁵ units, rounded up (the conservative direction for a cost)."""
-    return int(delta.scaleb(15).to_integral_value(rounding=ROUND_CEILING))
+    """``delta`` in whole 10⁻¹⁵ units, rounded up (the conservative direction for a cost):
+    any δ above 0 is at least one unit."""
+    return ceil_scaled(delta, 15)
 
 
 def delta_of_units(units: int) -> Decimal:
@@ -359,7 +402,11 @@ def parse_delta(value: object) -> Decimal:
 
 def format_delta(delta: Decimal) -> str:
     """δ as people write it: ``1e-6``, ``2.5e-7``, ``0``."""
-    return "0" if delta == 0 else format(delta.normalize(), "E").lower().replace("e-0", "e-")
+    if delta == 0:
+        return "0"
+    # A context wide enough that no δ is rounded or flushed to 0 (1e-999999999 stays itself).
+    wide = Context(prec=max(len(delta.as_tuple().digits), 1), Emin=MIN_EMIN, Emax=MAX_EMAX)
+    return format(delta.normalize(wide), "E").lower().replace("e-0", "e-")
 
 
 #: The smallest non-zero ε an amount holds (one nano-unit).

@@ -56,15 +56,23 @@ class BudgetExhausted(AccountantError):
 
 
 class GlobalBudgetExhausted(BudgetExhausted):
-    """All analysts together have spent the global cap. Nothing was charged."""
+    """The global cap on all analysts' charges together cannot pay for this query (its ε,
+    its δ of partition selection, or its ρ when the cap's δ is 0). Nothing was charged.
 
-    def __init__(self, analyst: str, requested: Epsilon | Cost):
+    The message, which the analyst reads (and which their ``dpproxy.my_queries`` shows),
+    states no amount of the global budget: neither what is left nor its total, since that
+    would tell one analyst what the others spent. ``admin_detail`` has the figures, for the
+    log; admins also see them with ``dpproxy budget global``."""
+
+    def __init__(self, analyst: str, requested: Epsilon | Cost, admin_detail: str = ""):
         from accountant.budget import Epsilon  # noqa: PLC0415 - budget imports this module
 
         super().__init__(analyst, requested, Epsilon.zero(), Epsilon.zero())
+        self.admin_detail = admin_detail
         self.args = (
             f"this query needs {requested}, but the global privacy budget shared by all "
-            "analysts is exhausted; ask an admin (`dpproxy budget global`)",
+            "analysts cannot pay for it; nothing was charged; ask an admin about the "
+            "global budget (`dpproxy budget global`)",
         )
 
 
@@ -94,8 +102,9 @@ class ZcdpNeedsDelta(AccountantError):
 
 
 class DeltaExhausted(BudgetExhausted):
-    """Partition selection needs more δ than the analyst (or the global cap) has left.
-    Nothing was charged. ``requested_delta`` and ``remaining_delta`` are exact Decimals."""
+    """Partition selection needs more δ than the analyst has left. Nothing was charged.
+    ``requested_delta`` and ``remaining_delta`` are exact Decimals. (The global cap's
+    refusals are GlobalBudgetExhausted: they state no amounts.)"""
 
     def __init__(
         self,
@@ -104,8 +113,6 @@ class DeltaExhausted(BudgetExhausted):
         requested_delta: Decimal,
         remaining_delta: Decimal,
         total_delta: Decimal,
-        *,
-        shared: bool = False,
     ):
         from accountant.budget import Epsilon, format_delta  # noqa: PLC0415 - budget imports us
 
@@ -113,7 +120,7 @@ class DeltaExhausted(BudgetExhausted):
         self.requested_delta = requested_delta
         self.remaining_delta = remaining_delta
         self.total_delta = total_delta
-        whose = "the global budget shared by all analysts" if shared else f'analyst "{analyst}"'
+        whose = f'analyst "{analyst}"'
         if total_delta == 0:
             problem = f"{whose} has a pure-ε budget (δ = 0), which cannot pay for it"
         else:
@@ -132,6 +139,52 @@ class DeltaExhausted(BudgetExhausted):
         self.args = (
             f"this query releases GROUP BY keys found in the data (partition selection), "
             f"which spends δ={format_delta(requested_delta)}, but {problem}; {fix}",
+        )
+
+
+class DeltaLeavesNoRoomForRho(BudgetExhausted):
+    """Partition selection's δ fits in what the analyst has left, but spending it would
+    leave too little δ to state their Gaussian (ρ) spending as ε within their budget (ρ is
+    converted to ε at the δ left after partition selection; with none left, it cannot be
+    at all). Nothing was charged. ``largest_delta``: the most δ this query could spend and
+    still fit (0: none)."""
+
+    def __init__(
+        self,
+        analyst: str,
+        requested: Epsilon | Cost,
+        requested_delta: Decimal,
+        left_after: Decimal,
+        largest_delta: Decimal,
+    ):
+        from accountant.budget import Epsilon, format_delta  # noqa: PLC0415 - budget imports us
+
+        super().__init__(analyst, requested, Epsilon.zero(), Epsilon.zero())
+        self.requested_delta = requested_delta
+        self.left_after = left_after
+        self.largest_delta = largest_delta
+        if left_after == 0:
+            problem = (
+                f'that is all the δ analyst "{analyst}" has left, and their Gaussian (ρ) '
+                "spending is stated as ε at the δ left after partition selection: with no δ "
+                "left it cannot be stated at all"
+            )
+        else:
+            problem = (
+                f'that would leave analyst "{analyst}" δ={format_delta(left_after)}, and their '
+                "Gaussian (ρ) spending, stated as ε at the δ left after partition selection, "
+                "would then come to more than their ε budget"
+            )
+        lower = (
+            f"lower {DELTA_SETTING} (at most {format_delta(largest_delta)} fits), "
+            if largest_delta > 0
+            else ""
+        )
+        self.args = (
+            "this query releases GROUP BY keys found in the data (partition selection), "
+            f"which spends δ={format_delta(requested_delta)}, but {problem}; {lower}"
+            "declare a public domain for the GROUP BY keys (then no δ is needed), or ask an "
+            "admin for more δ",
         )
 
 

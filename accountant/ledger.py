@@ -26,11 +26,13 @@ from accountant.budget import (
     Period,
     Rho,
     delta_of_units,
+    format_delta,
 )
 from accountant.connection import Connection
 from accountant.errors import (
     BudgetExhausted,
     DeltaExhausted,
+    DeltaLeavesNoRoomForRho,
     GlobalBudgetExhausted,
     PerQueryCapExceeded,
     ZcdpNeedsDelta,
@@ -182,23 +184,69 @@ def set_global_budget(conn: Connection, budget: GlobalBudget | None) -> None:
 
 
 def _check_global(conn: Connection, analyst: str, cost: Cost) -> None:
+    """Refuse ``cost`` if all analysts' charges together would exceed the global cap. The
+    refusal states no amount of the global budget (see GlobalBudgetExhausted)."""
     cap = global_budget(conn)
     if cap is None:
         return
-    if not cost.rho.is_zero() and cap.delta == 0:
-        raise ZcdpNeedsDelta(analyst)
     before = spending_all(conn)
     after = before.plus(cost)
-    if cost.delta and after.delta > cap.delta:
-        left = max(cap.delta - before.delta, Decimal(0))
-        raise DeltaExhausted(analyst, cost, cost.delta, left, cap.delta, shared=True)
-    if after.epsilon_nano(cap.delta) > cap.total.nano:
-        raise GlobalBudgetExhausted(analyst, _requested(cost))
+    if not cost.rho.is_zero() and cap.delta == 0:
+        problem = "the global cap is pure ε (δ = 0): it cannot pay for Gaussian (ρ) answers"
+    elif cost.delta and after.delta > cap.delta:
+        problem = (
+            f"partition selection would spend δ={format_delta(after.delta)} of the global "
+            f"cap's δ={format_delta(cap.delta)}"
+        )
+    elif after.epsilon_nano(cap.delta) > cap.total.nano:
+        problem = (
+            f"all analysts would have spent {as_epsilon(after.epsilon_nano(cap.delta))} of the "
+            f"global cap's {cap.total} (at δ={format_delta(cap.delta)})"
+        )
+    else:
+        return
+    raise GlobalBudgetExhausted(analyst, _requested(cost), problem)
 
 
 def _requested(cost: Cost) -> Epsilon | Cost:
     """What a refusal says the query needs: plain ε when that is all it spends."""
     return cost.epsilon if cost.rho.is_zero() and not cost.delta else cost
+
+
+def _check_delta_leaves_room(
+    analyst: str, before: Spending, cost: Cost, budget: AnalystBudget
+) -> None:
+    """When ``cost`` does not fit only because of its δ: its partition selection would
+    leave too little of the analyst's δ to state their Gaussian (ρ) spending as ε within
+    their budget (none at all: OVERSPENT_NANO). Raise DeltaLeavesNoRoomForRho, which says
+    so, rather than a BudgetExhausted that advises a lower ε."""
+    if not cost.delta or before.plus(cost).rho_nano == 0:
+        return
+    if not _fits(before, cost.with_delta(Decimal(0)), budget):
+        return  # too much even without its δ: the ε (or ρ) is the problem
+
+    largest = 0  # the most δ units the query could spend and fit (binary search: monotone)
+    low, high = 1, cost.delta_units - 1
+    while low <= high:
+        middle = (low + high) // 2
+        if _fits(before, cost.with_delta(delta_of_units(middle)), budget):
+            largest, low = middle, middle + 1
+        else:
+            high = middle - 1
+    left = max(budget.delta - before.delta - cost.delta, Decimal(0))
+    raise DeltaLeavesNoRoomForRho(
+        analyst, _requested(cost), cost.delta, left, delta_of_units(_two_digits_down(largest))
+    )
+
+
+def _two_digits_down(units: int) -> int:
+    """``units`` rounded down to two significant digits (a δ people can type: 9.9e-7)."""
+    scale = int(10 ** max(len(str(units)) - 2, 0))
+    return units // scale * scale
+
+
+def _fits(before: Spending, cost: Cost, budget: AnalystBudget) -> bool:
+    return before.plus(cost).epsilon_nano(budget.delta) <= budget.total.nano
 
 
 def check_cap(analyst: str, cost: Cost, budget: AnalystBudget) -> None:
@@ -233,6 +281,7 @@ def reserve(
         raise DeltaExhausted(attempt.analyst, cost, cost.delta, left, budget.delta)
     after_nano = after.epsilon_nano(budget.delta)
     if after_nano > budget.total.nano:
+        _check_delta_leaves_room(attempt.analyst, before, cost, budget)
         already = before.epsilon(budget.delta)
         raise BudgetExhausted(
             attempt.analyst, _requested(cost), budget.total.saturating_sub(already), budget.total

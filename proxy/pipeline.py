@@ -26,9 +26,11 @@ from accountant import (
     Cost,
     Decision,
     Epsilon,
+    GlobalBudgetExhausted,
     Mechanism,
     PerQueryCapExceeded,
     Reservation,
+    ReservationError,
     Rho,
     StateStoreError,
     ZcdpNeedsDelta,
@@ -54,9 +56,11 @@ from proxy.sqlstate import (
     INTERNAL_ERROR,
     INVALID_PARAMETER_VALUE,
     IO_ERROR,
+    OBJECT_NOT_IN_PREREQUISITE_STATE,
     QUERY_CANCELED,
     sqlstate_for,
 )
+from proxy.unrecorded import UnrecordedOutcomes
 from proxy.workers import Workers
 from rewriter import (
     Catalog,
@@ -136,7 +140,8 @@ def ledger_failure(error: StateStoreError, *, charged: Cost | None = None) -> Qu
     by another process past the store's timeout), or unusable. Logged in one line."""
     stands = (
         f"the charge of {charged} stands (it was recorded before the query ran), but its "
-        "outcome could not be recorded, so no answer is given"
+        "outcome could not be recorded, so no answer is given (dpproxy records the query as "
+        "failed as soon as the ledger can be written again)"
         if charged is not None
         else "nothing was charged"
     )
@@ -152,6 +157,25 @@ def ledger_failure(error: StateStoreError, *, charged: Cost | None = None) -> Qu
         IO_ERROR,
         f"the budget ledger cannot be used; {stands}",
         hint="ask an admin to look at the dpproxy log",
+    )
+
+
+def already_recorded(cost: Cost, reservation: Reservation) -> QueryError:
+    """The client's error for a charged query whose reservation another dpproxy server
+    sharing the ledger already finished: it took this server for stopped (its connection
+    to the state database was lost for a moment) and recorded the query as failed."""
+    logger.warning(
+        "reservation %d was already recorded as failed by another server sharing the state "
+        "store (this server's connection to it was lost); no answer was given",
+        reservation.id,
+    )
+    return QueryError(
+        OBJECT_NOT_IN_PREREQUISITE_STATE,
+        f"the charge of {cost} stands, but no answer is given: another dpproxy server "
+        "sharing the budget ledger already recorded this query as failed (this server's "
+        "connection to the ledger was lost while the query ran)",
+        hint="run the query again (it is charged again); if this happens often, ask an admin "
+        "to look at the dpproxy log",
     )
 
 
@@ -179,6 +203,11 @@ class Pipeline:
     )
     #: Planning's own threads, one job at a time per analyst (see Workers).
     planner: Workers = field(default_factory=lambda: Workers(PLANNING_THREADS, "dpproxy-plan"))
+    #: Charged queries whose outcome is not recorded yet (see proxy.unrecorded).
+    unrecorded: UnrecordedOutcomes = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.unrecorded = UnrecordedOutcomes(self.ledger)
 
     async def describe(
         self,
@@ -328,6 +357,7 @@ class Pipeline:
     ) -> StatementResult:
         """The noisy answer, charged. A state store that cannot record the query (locked
         by another process, or failing) refuses it with a clear error (ledger_failure)."""
+        self.unrecorded.retry()
         try:
             return await self._answer(
                 asker,
@@ -378,6 +408,12 @@ class Pipeline:
         try:
             reservation = await self.ledger.reserve(attempt, cost, asker.budget)
         except (BudgetExhausted, PerQueryCapExceeded, ZcdpNeedsDelta) as refusal:
+            if isinstance(refusal, GlobalBudgetExhausted):  # the figures: for the admin only
+                logger.info(
+                    "a query of %s was refused by the global budget: %s",
+                    asker.analyst,
+                    refusal.admin_detail,
+                )
             await self.ledger.refuse(attempt, Decision.OVER_BUDGET, str(refusal), asker.budget)
             raise QueryError(
                 CONFIGURATION_LIMIT_EXCEEDED,
@@ -490,14 +526,22 @@ class Pipeline:
     ) -> AuditRecord:
         """Record the outcome of a charged query. If the state store cannot (busy past its
         timeout, or failing), the charge recorded by the reservation stands and no answer
-        is given: an answer is released only once its record is written. The reservation
-        stays open until dpproxy next starts, which records it as failed."""
+        is given: an answer is released only once its record is written. The query is then
+        recorded as failed as soon as the store can be written (proxy.unrecorded). A
+        reservation another server already finished: ``already_recorded``."""
         try:
             return await self.ledger.complete(
                 reservation, decision=decision, reason=reason, rows=rows, duration_ms=duration_ms
             )
         except StateStoreError as error:
+            self.unrecorded.add(reservation, decision, reason, duration_ms)
             raise ledger_failure(error, charged=cost) from None
+        except ReservationError:
+            raise already_recorded(cost, reservation) from None
+
+    async def close(self) -> None:
+        """Try once more to record the outcomes not recorded yet (proxy.unrecorded)."""
+        await self.unrecorded.close()
 
     async def _cached(
         self,

@@ -80,6 +80,7 @@ async def run(settings: Settings, on_ready: Callable[[int], None]) -> None:
     context = ssl_context(settings.server)
     backend = open_backend(settings.backend)
     ledger: AsyncLedger | None = None
+    pipeline: Pipeline | None = None
     try:
         schema = settings.backend.schema_or_default
         declared = await backend.schema_declared(schema)
@@ -101,16 +102,17 @@ async def run(settings: Settings, on_ready: Callable[[int], None]) -> None:
         if recovered:
             logger.warning("recorded %d interrupted queries as failed (charges stand)", recovered)
         seed_analysts(ledger, settings)
+        pipeline = Pipeline(
+            catalog,
+            backend,
+            ledger,
+            OpenDPNoise(),
+            PostProcessor(),
+            answers=answer_cache(settings.backend),
+        )
         app = DpproxyApp(
             settings,
-            Pipeline(
-                catalog,
-                backend,
-                ledger,
-                OpenDPNoise(),
-                PostProcessor(),
-                answers=answer_cache(settings.backend),
-            ),
+            pipeline,
             responders=(SelfServiceResponder(), CatalogResponder(catalog, declared)),
         )
         server = Server(
@@ -145,6 +147,10 @@ async def run(settings: Settings, on_ready: Callable[[int], None]) -> None:
         logger.info("stopping")
         await server.close()
     finally:
-        await backend.close()
-        if ledger is not None:
-            ledger.close()
+        try:
+            if pipeline is not None:  # outcomes the state store could not record yet
+                await pipeline.close()
+        finally:
+            await backend.close()
+            if ledger is not None:
+                ledger.close()

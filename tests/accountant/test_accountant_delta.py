@@ -28,7 +28,7 @@ from accountant import (
 from accountant import sqlite as state_sqlite
 from accountant.audit import record_hash
 from accountant.budget import delta_units
-from accountant.errors import BudgetExhausted, DeltaExhausted
+from accountant.errors import BudgetExhausted, DeltaExhausted, GlobalBudgetExhausted
 from accountant.ledger import OVERSPENT_NANO, Spending
 from accountant.zcdp import epsilon_nano_of
 from tests.accountant.backends import query, tamper
@@ -159,9 +159,11 @@ def test_the_global_cap_limits_delta_too(location: StateLocation) -> None:
         store.add_analyst("alice", "v", budget(), CHANGE)
         store.set_global_budget(GlobalBudget(Epsilon(100), Decimal("5e-7")), CHANGE)
         store.reserve(attempt(), selection())
-        with pytest.raises(DeltaExhausted, match="global budget") as refused:
+        with pytest.raises(GlobalBudgetExhausted, match="global privacy budget") as refused:
             store.reserve(attempt(), selection())
-        assert refused.value.remaining_delta == Decimal("2e-7")
+        # The analyst is not told what the others left (2e-7) of the shared δ (5e-7).
+        assert "2e-7" not in str(refused.value) and "5e-7" not in str(refused.value)
+        assert "of the global cap's δ=5e-7" in refused.value.admin_detail
         store.reserve(attempt(), selection(delta="2e-7"))
 
 

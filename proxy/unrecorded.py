@@ -1,0 +1,116 @@
+"""Charged queries whose outcome the state store could not record when they finished.
+
+An answer is released only once its audit record is written. When the state store cannot
+write it (locked by another process past its timeout, or failing), the charge recorded by
+the reservation stands, no answer is given, and the query waits here to be recorded as
+failed as soon as the store can be written again: retried every RETRY_SECONDS in the
+background, once more when dpproxy stops, and by the next start if all that failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass
+
+from accountant import Decision, Reservation, ReservationError, StateStoreError
+from proxy.ledger import AsyncLedger
+
+logger = logging.getLogger("dpproxy.pipeline")
+
+#: Seconds between tries to record the outcomes still unrecorded.
+RETRY_SECONDS = 1.0
+#: The audit reason of an answer that was not released because its record could not be
+#: written: it is recorded as failed once the state store can be written again.
+UNRECORDED_REASON = (
+    "the answer was not released: its outcome could not be recorded when the query "
+    "finished (the state store was busy or failing); the charge stands"
+)
+
+
+@dataclass(frozen=True)
+class Unrecorded:
+    """A charged query recorded as failed (no answer was given) once the store can be
+    written."""
+
+    reservation: Reservation
+    reason: str
+    duration_ms: float
+
+
+class UnrecordedOutcomes:
+    """The charged queries not recorded yet, by reservation id (their charges stand and
+    count all along: the reservation is in the ledger)."""
+
+    def __init__(self, ledger: AsyncLedger) -> None:
+        self.pending: dict[int, Unrecorded] = {}
+        self._ledger = ledger
+        self._retrying: asyncio.Task[None] | None = None
+
+    def add(
+        self, reservation: Reservation, decision: Decision, reason: str | None, ms: float
+    ) -> None:
+        """Keep ``reservation`` (whose record just failed) and retry in the background."""
+        failed = reason if decision is Decision.FAILED and reason else UNRECORDED_REASON
+        self.pending[reservation.id] = Unrecorded(reservation, failed, ms)
+        self.retry()
+
+    def retry(self) -> None:
+        """Start retrying in the background, unless already."""
+        if not self.pending or (self._retrying is not None and not self._retrying.done()):
+            return
+        self._retrying = asyncio.get_running_loop().create_task(self._retry_until_recorded())
+
+    async def _retry_until_recorded(self) -> None:
+        try:
+            while self.pending:
+                await asyncio.sleep(RETRY_SECONDS)
+                await self.record()
+        except Exception:  # a bug: the reservations stay open until the next start
+            logger.exception("recording the outcome of charged queries failed")
+
+    async def record(self) -> int:
+        """Try once to record each pending query as failed. Returns how many are still
+        unrecorded (the store is still busy or failing). A reservation already finished
+        (by another server sharing the store, or by a commit that went through although
+        it reported an error) is dropped."""
+        for pending in list(self.pending.values()):
+            reservation = pending.reservation
+            try:
+                record = await self._ledger.complete(
+                    reservation,
+                    decision=Decision.FAILED,
+                    reason=pending.reason,
+                    rows=None,
+                    duration_ms=pending.duration_ms,
+                )
+            except StateStoreError as error:
+                logger.debug("the state store still cannot record outcomes: %s", error)
+                break
+            except ReservationError:
+                logger.info("reservation %d was already finished elsewhere", reservation.id)
+            else:
+                logger.warning(
+                    "recorded the outcome of a charged query of %s as failed (audit record %d), "
+                    "now that the state store can be written again",
+                    reservation.analyst,
+                    record.id,
+                )
+            self.pending.pop(reservation.id, None)
+        return len(self.pending)
+
+    async def close(self) -> None:
+        """Stop retrying in the background and try once more; those still left are
+        recorded as failed when dpproxy next starts."""
+        task, self._retrying = self._retrying, None
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        if self.pending and await self.record():
+            logger.warning(
+                "%d charged queries have no recorded outcome yet (the state store cannot be "
+                "written); dpproxy records them as failed when it next starts (charges stand)",
+                len(self.pending),
+            )
