@@ -258,6 +258,19 @@ def integer_setting(
     return str(number)  # not reached: every table ends with a unit of size <= 1
 
 
+def time_seconds(shown: str, unit: str) -> float:
+    """A time parameter's value as integer_setting shows it ('2s', '1500ms', '1min', '0'),
+    in seconds; ``unit`` is the parameter's own (ms or s). ValueError if it is no such
+    value."""
+    if unit not in ("ms", "s"):
+        raise ValueError(f"{unit!r} is not a unit of time")
+    try:
+        number = _read_integer(shown, unit)
+    except _NotANumber:
+        raise ValueError(f"{shown!r} is not a time") from None
+    return number / 1000.0 if unit == "ms" else number
+
+
 def _g(number: float) -> str:
     """C's %g, as PostgreSQL's snprintf writes infinities."""
     if math.isinf(number):

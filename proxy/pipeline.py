@@ -394,6 +394,7 @@ class Pipeline:
         version = None
         if self.answers is not None and self.answers.enabled:
             version = self.answers.version(await self.ledger.answer_cache_epoch())
+            await self._stop_if_canceled(asker, attempt, token)
             hit = self.answers.get(key, version)
             if hit is not None:
                 return await self._cached(
@@ -405,6 +406,9 @@ class Pipeline:
                     bias_check=bias_check,
                     started=started,
                 )
+        # A cancel request or the statement timeout that came while the query was planned
+        # stops it here, free: after the reservation, the charge would stand.
+        await self._stop_if_canceled(asker, attempt, token)
         try:
             reservation = await self.ledger.reserve(attempt, cost, asker.budget)
         except (BudgetExhausted, PerQueryCapExceeded, ZcdpNeedsDelta) as refusal:
@@ -425,32 +429,17 @@ class Pipeline:
             released = query_plan.release(exact, self.noise)
             answer = self.post.run(released, query_plan.post_sql)
         except (BackendError, ReleaseError, PostProcessError) as failure:
+            reason, error = _failed_after_charge(failure, cost, token)
             await self._complete(
                 cost,
                 reservation,
                 decision=Decision.FAILED,
-                reason=f"{type(failure).__name__}: {failure}",
+                reason=reason,
                 rows=None,
                 duration_ms=_ms_since(started),
             )
             logger.warning("query of %s failed after charge: %s", asker.analyst, failure)
-            code = sqlstate_for(failure)
-            if isinstance(failure, PostProcessError):
-                raise QueryError(
-                    "22000",
-                    f"the noisy answer could not be post-processed: {failure.reason}; the "
-                    f"charge of {cost} stands",
-                    hint="check the casts and arithmetic of the select list, HAVING and "
-                    "ORDER BY (e.g. cast a count to bigint, not smallint)",
-                ) from None
-            if isinstance(failure, QueryCanceled):
-                message = f"canceling statement due to user request; the charge of {cost} stands"
-                raise QueryError(QUERY_CANCELED, message) from None
-            raise QueryError(
-                code,
-                f"the query failed in the database; the charge of {cost} stands",
-                hint="if it keeps failing, ask an admin to look at the dpproxy log",
-            ) from None
+            raise error from None
         except BaseException as failure:
             # Anything else (cancellation of the task, a bug): the attempt is still audited.
             # Only a shutdown cancels a statement (the server's grace period ran out).
@@ -513,6 +502,19 @@ class Pipeline:
             bias_check=bias_check,
         )
         return replace(result, notices=result.notices + notes)
+
+    async def _stop_if_canceled(self, asker: Asker, attempt: Attempt, token: CancelToken) -> None:
+        """57014 if ``token`` fired (a cancel request, or the session's statement timeout)
+        before the charge: nothing is charged; the attempt is audited as an error."""
+        if not token.canceled:
+            return
+        reason = f"canceled due to {token.reason} before the charge"
+        await self.ledger.refuse(attempt, Decision.ERROR, reason, asker.budget)
+        raise QueryError(
+            QUERY_CANCELED,
+            f"canceling statement due to {token.reason}",
+            detail="the query was stopped before it was charged: nothing was charged",
+        )
 
     async def _complete(
         self,
@@ -619,6 +621,35 @@ async def _uninterrupted(work: Coroutine[Any, Any, T]) -> T:
     if withdrawn and task is not None:
         task.uncancel()
     return result
+
+
+def _failed_after_charge(
+    failure: BackendError | ReleaseError | PostProcessError, cost: Cost, token: CancelToken
+) -> tuple[str, QueryError]:
+    """A charged query that failed: the reason its audit record gives, and the client's
+    error (a cancel request's or the statement timeout's 57014, ``token.reason``)."""
+    if isinstance(failure, QueryCanceled):
+        return (
+            f"{type(failure).__name__}: canceled due to {token.reason}",
+            QueryError(
+                QUERY_CANCELED,
+                f"canceling statement due to {token.reason}; the charge of {cost} stands",
+            ),
+        )
+    reason = f"{type(failure).__name__}: {failure}"
+    if isinstance(failure, PostProcessError):
+        return reason, QueryError(
+            "22000",
+            f"the noisy answer could not be post-processed: {failure.reason}; the "
+            f"charge of {cost} stands",
+            hint="check the casts and arithmetic of the select list, HAVING and "
+            "ORDER BY (e.g. cast a count to bigint, not smallint)",
+        )
+    return reason, QueryError(
+        sqlstate_for(failure),
+        f"the query failed in the database; the charge of {cost} stands",
+        hint="if it keeps failing, ask an admin to look at the dpproxy log",
+    )
 
 
 def _intervals(query_plan: Plan, report: Report) -> tuple[ReportColumn, ...] | None:

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from proxy.backends import CancelToken
+from proxy.backends import USER_REQUEST, CancelToken
 from proxy.ledger import AsyncLedger
 from proxy.pipeline import Asker
 from proxy.seam import ColumnDescription, QueryError, StatementResult
@@ -31,22 +31,24 @@ class SessionContext:
     parameters: Mapping[str, str]
     catalog: Catalog
     ledger: AsyncLedger
-    #: Fired by a cancel request for the statement being answered (AnalystSession.cancel).
+    #: Fired by a cancel request for the statement being answered (AnalystSession.cancel)
+    #: or by the session's statement_timeout.
     cancel: CancelToken = field(default_factory=CancelToken)
 
 
 class Responder(Protocol):
     async def answer(self, sql: str, context: SessionContext) -> StatementResult | None:
         """The full result if this responder owns ``sql``, else None. Raise QueryError to
-        refuse, and ``canceled()`` once ``context.cancel`` fires while it waits. Must not
-        read data nor charge budget: Describe calls it too."""
+        refuse, and ``canceled(context.cancel.reason)`` once ``context.cancel`` fires
+        while it waits. Must not read data nor charge budget: Describe calls it too."""
         ...
 
 
-def canceled() -> QueryError:
-    """PostgreSQL's error for a statement stopped by a cancel request before it was charged
-    (system answers never are)."""
-    return QueryError(QUERY_CANCELED, "canceling statement due to user request")
+def canceled(reason: str = USER_REQUEST) -> QueryError:
+    """PostgreSQL's error for a statement stopped before it was charged (system answers
+    never are) by a cancel request or by the session's statement_timeout (``reason``,
+    CancelToken.reason)."""
+    return QueryError(QUERY_CANCELED, f"canceling statement due to {reason}")
 
 
 SHOW_ALL_COLUMNS = (

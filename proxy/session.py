@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import NamedTuple
@@ -12,7 +14,7 @@ from accountant import AnalystBudget, Epsilon, InvalidAmount, Mechanism, Rho
 from accountant.budget import delta_units, format_delta, parse_delta
 from accountant.zcdp import laplace_rho_nano
 from proxy import __version__
-from proxy.backends import CancelToken
+from proxy.backends import STATEMENT_TIMEOUT, CancelToken
 from proxy.pg_settings import (
     DEFAULTS,
     SETTINGS,
@@ -23,6 +25,7 @@ from proxy.pg_settings import (
     on_off,
     parse_bool,
     refusal,
+    time_seconds,
 )
 from proxy.pipeline import Asker, Pipeline, Report
 from proxy.responders import SHOW_ALL_COLUMNS, Responder, SessionContext, canceled, show_all
@@ -192,18 +195,22 @@ class AnalystSession:
                 return None
             statement = self._recognize(sql)
             if statement is None:
-                system = await self._cancellable_system_answer(sql)
-                if system is not None:
-                    return system.columns
-                return await self._pipeline.describe(
-                    self._asker,
-                    sql,
-                    self._epsilon,
-                    mechanism=self._mechanism,
-                    report=self._report_mode,
-                    delta=self._delta,
-                    bias_check=self._bias_check,
-                )
+                with self._statement() as token:
+                    system = await self._system_answer(sql, token)
+                    if system is not None:
+                        return system.columns
+                    columns = await self._pipeline.describe(
+                        self._asker,
+                        sql,
+                        self._epsilon,
+                        mechanism=self._mechanism,
+                        report=self._report_mode,
+                        delta=self._delta,
+                        bias_check=self._bias_check,
+                    )
+                    if token.canceled:  # while it was planned (nothing is ever charged)
+                        raise canceled(token.reason)
+                    return columns
         except QueryError:
             if self._status is TransactionStatus.IN_TRANSACTION:
                 self._status = TransactionStatus.FAILED
@@ -214,13 +221,24 @@ class AnalystSession:
             return (ColumnDescription(statement.name or "", TEXT_OID),)
         return None
 
-    async def _cancellable_system_answer(self, sql: str) -> StatementResult | None:
-        """``_system_answer`` (at Describe), stopped by a cancel request meanwhile."""
+    @contextlib.contextmanager
+    def _statement(self) -> Iterator[CancelToken]:
+        """The token of a statement that runs something (a catalog or DP query, at Query,
+        Describe or Execute): fired by a cancel request (``cancel``) or, once the session's
+        statement_timeout has passed (0: never), by a timer, as in PostgreSQL. The
+        server's statement_timeout_seconds bounds the database's part on its own."""
         token = CancelToken()
         self._token = token
+        seconds = time_seconds(self._parameters["statement_timeout"], "ms")
+        timer = None
+        if seconds > 0:
+            loop = asyncio.get_running_loop()
+            timer = loop.call_later(seconds, token.cancel, STATEMENT_TIMEOUT)
         try:
-            return await self._system_answer(sql, token)
+            yield token
         finally:
+            if timer is not None:
+                timer.cancel()
             self._token = None
 
     async def _system_answer(self, sql: str, token: CancelToken) -> StatementResult | None:
@@ -243,7 +261,7 @@ class AnalystSession:
             if answer is not None:
                 return answer
         if token.canceled:
-            raise canceled()
+            raise canceled(token.reason)
         return None
 
     def _recognize(self, sql: str) -> SessionStatement | None:
@@ -272,11 +290,10 @@ class AnalystSession:
             if statement.kind is Kind.SHOW and statement.name == BUDGET_PARAMETER:
                 return await self._show_budget()
             return self._session_statement(statement)
-        # One token for the whole statement: a cancel request stops the catalog responder
-        # (classifying the statement, or running a catalog query) as well as a DP query.
-        token = CancelToken()
-        self._token = token
-        try:
+        # One token for the whole statement: a cancel request or the statement_timeout
+        # stops the catalog responder (classifying the statement, or running a catalog
+        # query) as well as a DP query (not charged if it fires before the charge).
+        with self._statement() as token:
             system = await self._system_answer(sql, token)
             if system is not None:
                 return system
@@ -290,8 +307,6 @@ class AnalystSession:
                 delta=self._delta,
                 bias_check=self._bias_check,
             )
-        finally:
-            self._token = None
 
     def _session_statement(self, statement: SessionStatement) -> StatementResult:
         if statement.kind is Kind.BEGIN:

@@ -19,17 +19,26 @@ class QueryCanceled(BackendError):
     """The query was stopped by a cancel request."""
 
 
+#: Why a statement was stopped, as PostgreSQL words it ("canceling statement due to …").
+USER_REQUEST = "user request"
+STATEMENT_TIMEOUT = "statement timeout"
+
+
 class CancelToken:
-    """Lets a session stop the query its backend is running now."""
+    """Lets a session stop the query its backend is running now: a cancel request, or the
+    session's statement_timeout running out (``reason``, the first one that fired)."""
 
     def __init__(self) -> None:
         self._canceller: Callable[[], None] | None = None
         self.canceled = False
+        self.reason = USER_REQUEST
 
     def bind(self, canceller: Callable[[], None] | None) -> None:
         self._canceller = canceller
 
-    def cancel(self) -> None:
+    def cancel(self, reason: str = USER_REQUEST) -> None:
+        if not self.canceled:
+            self.reason = reason
         self.canceled = True
         canceller = self._canceller
         if canceller is not None:

@@ -121,7 +121,7 @@ class CatalogResponder:
         try:
             output = await self._run(analyst, translation.sql, context.cancel)
         except CatalogQueryCanceled:
-            raise canceled() from None
+            raise canceled(context.cancel.reason) from None
         except CatalogResultTooLarge as error:
             raise QueryError(
                 PROGRAM_LIMIT_EXCEEDED,
@@ -212,8 +212,8 @@ async def _unless_canceled(
     """``work(stop)``'s result, unless ``token`` fires first: then ``stop`` is cancelled
     (a query not started never starts, a running one is interrupted), ``work`` is no
     longer awaited (nor started, if still waiting for its turn or a thread) and the
-    statement ends with PostgreSQL's 57014. A cancel after ``work`` has ended changes
-    nothing."""
+    statement ends with PostgreSQL's 57014 (a cancel request's or statement_timeout's,
+    ``token.reason``). A cancel after ``work`` has ended changes nothing."""
     loop = asyncio.get_running_loop()
     stop = QueryStop()
     fired: asyncio.Future[None] = loop.create_future()
@@ -226,7 +226,7 @@ async def _unless_canceled(
     token.bind(cancel)
     try:
         if token.canceled:  # fired before it was bound (while nothing could be stopped)
-            raise canceled()
+            raise canceled(token.reason)
         job = asyncio.ensure_future(work(stop))
         job.add_done_callback(_consume)
         try:
@@ -240,7 +240,7 @@ async def _unless_canceled(
     if job.done():
         return job.result()
     job.cancel()
-    raise canceled()
+    raise canceled(token.reason)
 
 
 def _resolve(future: asyncio.Future[None]) -> None:
