@@ -213,6 +213,7 @@ def test_a_slow_catalog_query_times_out_free(server: RunningServer, protocol: st
         assert conn.execute("SELECT 'after' AS fresh").fetchall() == [("after",)]
 
 
+@pytest.mark.parametrize("server", ["postgres"], indirect=True)  # its pool of one connection
 @pytest.mark.parametrize("reason", ["user request", "statement timeout"])
 def test_a_query_stopped_while_it_is_planned_is_not_charged(
     server: RunningServer, reason: str
@@ -220,8 +221,6 @@ def test_a_query_stopped_while_it_is_planned_is_not_charged(
     """A query whose constant waits, while it is planned, for the only PostgreSQL
     connection (held by a slow query): a cancel request or the timeout that comes
     meanwhile stops it before the charge, free (it was charged, then stopped, before)."""
-    if 'engine = "postgres"' not in server.config.read_text():
-        pytest.skip("needs the PostgreSQL backend's pool of one connection")
     sql = f"SELECT COUNT(*) FROM patients WHERE birth_year > 1900 + {len(reason)}"
     with connect(server) as holder, connect(server) as conn:
         slow = Running(holder, SLOW_DP)  # holds the only connection to PostgreSQL
