@@ -37,6 +37,8 @@ class Unrecorded:
     reservation: Reservation
     reason: str
     duration_ms: float
+    #: The outcome whose record failed: ACCEPTED if the answer was held back for it.
+    decision: Decision
 
 
 class UnrecordedOutcomes:
@@ -53,7 +55,7 @@ class UnrecordedOutcomes:
     ) -> None:
         """Keep ``reservation`` (whose record just failed) and retry in the background."""
         failed = reason if decision is Decision.FAILED and reason else UNRECORDED_REASON
-        self.pending[reservation.id] = Unrecorded(reservation, failed, ms)
+        self.pending[reservation.id] = Unrecorded(reservation, failed, ms, decision)
         self.retry()
 
     def retry(self) -> None:
@@ -89,7 +91,7 @@ class UnrecordedOutcomes:
                 logger.debug("the state store still cannot record outcomes: %s", error)
                 break
             except ReservationError:
-                logger.info("reservation %d was already finished elsewhere", reservation.id)
+                _already_finished(pending)
             else:
                 logger.warning(
                     "recorded the outcome of a charged query of %s as failed (audit record %d), "
@@ -114,3 +116,22 @@ class UnrecordedOutcomes:
                 "written); dpproxy records them as failed when it next starts (charges stand)",
                 len(self.pending),
             )
+
+
+def _already_finished(pending: Unrecorded) -> None:
+    """Log a pending query found finished. One held back because its ACCEPTED record
+    failed was most likely recorded after all (the write reported an error but committed,
+    e.g. a shared PostgreSQL ledger's connection dropped after COMMIT): the audit log then
+    says accepted, with a row count, although no answer was given. The log is hash-chained
+    and append-only, so that record cannot be amended: the admin is warned instead."""
+    reservation = pending.reservation
+    if pending.decision is Decision.ACCEPTED:
+        logger.warning(
+            "reservation %d of %s was already recorded, most likely as accepted (its "
+            "accepted record reported an error but was written): the audit log may say "
+            "accepted, with a row count, but no answer was given; the charge stands",
+            reservation.id,
+            reservation.analyst,
+        )
+    else:
+        logger.info("reservation %d was already finished elsewhere", reservation.id)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
+import threading
 from pathlib import Path
 
 import duckdb
 
 from proxy.backends import (
     SCHEMA_QUERY,
+    STATEMENT_TIMEOUT,
     BackendError,
     CancelToken,
     KeyCheck,
@@ -27,6 +28,8 @@ _KEYS_QUERY = (
     "current_database() AND schema_name = ? AND table_name = ? "
     "AND constraint_type IN ('PRIMARY KEY', 'UNIQUE')"
 )
+#: How often a query being stopped is interrupted again, until it has ended (see _Stop).
+_INTERRUPT_EVERY_SECONDS = 0.01
 
 
 class DuckDBBackend:
@@ -81,21 +84,31 @@ class DuckDBBackend:
         return KeyCheck.DUPLICATED if repeated else KeyCheck.VERIFIED
 
     async def fetch_all(self, sql: str, token: CancelToken) -> list[tuple[object, ...]]:
+        """``sql``'s rows. A cancel request (``token``) or the server's statement timeout
+        (which fires ``token`` with STATEMENT_TIMEOUT) stops it, at whatever moment it
+        comes before the query has ended, with QueryCanceled (``token.reason`` says why)."""
         cursor = self._connection.cursor()
-        interrupt = functools.partial(_interrupt, cursor)
-        token.bind(interrupt)
+        stop = _Stop(cursor)
+        token.bind(stop.fire)
         loop = asyncio.get_running_loop()
-        timer = loop.call_later(self._timeout, interrupt)
+        timer = loop.call_later(self._timeout, token.cancel, STATEMENT_TIMEOUT)
+        # Shielded: a cancelled task must not keep _run from ever starting (the cursor
+        # would stay open and a fired stop would interrupt it for ever).
+        work = loop.run_in_executor(None, _run, cursor, sql, token, stop)
+        work.add_done_callback(_consume)
         try:
-            return await asyncio.to_thread(_run, cursor, sql, token)
+            return await asyncio.shield(work)
         except duckdb.InterruptException:
             if token.canceled:
-                raise QueryCanceled("canceled on request") from None
-            raise BackendError(f"interrupted after {self._timeout} s (statement timeout)") from None
+                raise QueryCanceled(f"canceled due to {token.reason}") from None
+            raise BackendError("DuckDB: interrupted") from None
         except duckdb.Error as error:
             raise BackendError(f"DuckDB: {error}") from None
         except asyncio.CancelledError:
-            interrupt()  # the task was cancelled: stop the thread's query too
+            # The task was cancelled (a shutdown): stop the thread's query too, and return
+            # once it has ended and closed its cursor (before the backend may be closed).
+            stop.fire()
+            await asyncio.wait((work,))
             raise
         finally:
             timer.cancel()
@@ -109,19 +122,62 @@ def _quoted(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _interrupt(cursor: duckdb.DuckDBPyConnection) -> None:
-    """Stop the cursor's query; thread-safe, and harmless once the cursor is closed."""
-    with contextlib.suppress(duckdb.Error):
-        cursor.interrupt()
+def _consume(work: asyncio.Future[list[tuple[object, ...]]]) -> None:
+    """Retrieve the outcome of a query whose task was cancelled (else asyncio logs it)."""
+    if not work.cancelled():
+        work.exception()
+
+
+class _Stop:
+    """Stops the query on one cursor, from any thread, at any moment before it has ended
+    (``fire``). DuckDB forgets an interrupt that comes before it has started the query (it
+    clears the flag as a statement begins), so once fired the query is interrupted again
+    every _INTERRUPT_EVERY_SECONDS, by a thread started then, until it has ended (``end``).
+    Fired after that, it does nothing. (proxy.catalog.database's QueryStop and _watch do the
+    same for catalog queries.)"""
+
+    def __init__(self, cursor: duckdb.DuckDBPyConnection) -> None:
+        self._cursor = cursor
+        self._lock = threading.Lock()
+        self._ended = threading.Event()
+        self._watcher: threading.Thread | None = None
+        self.fired = False
+
+    def fire(self) -> None:
+        with self._lock:
+            self.fired = True
+            if self._watcher is not None or self._ended.is_set():
+                return
+            self._watcher = threading.Thread(
+                target=self._interrupt_until_ended, name="dpproxy-duckdb-stop", daemon=True
+            )
+            self._watcher.start()
+
+    def end(self) -> None:
+        """The query has ended: no more interrupts (returns once none can come)."""
+        with self._lock:
+            self._ended.set()
+            watcher = self._watcher
+        if watcher is not None:
+            watcher.join()
+
+    def _interrupt_until_ended(self) -> None:
+        while not self._ended.is_set():
+            with contextlib.suppress(duckdb.Error):  # thread-safe; harmless between statements
+                self._cursor.interrupt()
+            self._ended.wait(_INTERRUPT_EVERY_SECONDS)
 
 
 def _run(
-    cursor: duckdb.DuckDBPyConnection, sql: str, token: CancelToken
+    cursor: duckdb.DuckDBPyConnection, sql: str, token: CancelToken, stop: _Stop
 ) -> list[tuple[object, ...]]:
-    """In a worker thread; closes the cursor when done (it is not shared with the loop)."""
+    """In a worker thread; closes the cursor when done (it is not shared with the loop).
+    A stop fired before the check below means the query never starts; one fired later
+    interrupts it (see _Stop)."""
     try:
-        if token.canceled:
-            raise QueryCanceled("canceled on request")
+        if token.canceled or stop.fired:
+            raise QueryCanceled(f"canceled due to {token.reason}")
         return [tuple(row) for row in cursor.execute(sql).fetchall()]
     finally:
+        stop.end()
         cursor.close()

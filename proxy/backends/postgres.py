@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 
 import psycopg
 
 from proxy.backends import (
     SCHEMA_QUERY,
+    STATEMENT_TIMEOUT,
     BackendError,
     CancelToken,
     KeyCheck,
@@ -115,15 +117,18 @@ class PostgresBackend:
             conn = await self._acquire()
             token.bind(self._canceller(conn))
             reusable = False
+            started = time.monotonic()
             try:
                 if token.canceled:
-                    raise QueryCanceled("canceled on request")
+                    raise QueryCanceled(f"canceled due to {token.reason}")
                 cur = await conn.execute(sql.encode())
                 rows = await cur.fetchall()
                 reusable = True
             except psycopg.Error as error:
-                if error.sqlstate == QUERY_CANCELED and token.canceled:
-                    raise QueryCanceled("canceled on request") from None
+                if error.sqlstate == QUERY_CANCELED:
+                    self._timed_out(token, time.monotonic() - started)
+                    if token.canceled:
+                        raise QueryCanceled(f"canceled due to {token.reason}") from None
                 raise BackendError(f"PostgreSQL: {error}") from None
             finally:
                 token.bind(None)
@@ -134,6 +139,15 @@ class PostgresBackend:
                 else:
                     await self._discard(conn)
         return [tuple(row) for row in rows]
+
+    def _timed_out(self, token: CancelToken, seconds: float) -> None:
+        """A 57014 that no cancel of ours caused, after the query ran ``seconds`` (which
+        the server's run of it does not exceed): when that reaches the statement_timeout
+        set at connect, the timeout stopped it, and ``token`` says so (its reason). The
+        time decides, not the message, whose wording depends on the server's lc_messages."""
+        if not token.canceled and seconds >= self._timeout_ms / 1000:
+            token.bind(None)  # the query has ended: nothing to cancel on the server
+            token.cancel(STATEMENT_TIMEOUT)
 
     def _canceller(self, conn: psycopg.AsyncConnection[tuple[object, ...]]) -> Callable[[], None]:
         """A callable (safe from any thread) that asks PostgreSQL to cancel ``conn``'s

@@ -10,7 +10,13 @@ import duckdb
 import psycopg
 import pytest
 
-from proxy.backends import BackendError, CancelToken, QueryCanceled, column_type
+from proxy.backends import (
+    STATEMENT_TIMEOUT,
+    BackendError,
+    CancelToken,
+    QueryCanceled,
+    column_type,
+)
 from proxy.backends.duckdb import DuckDBBackend
 from proxy.backends.postgres import PostgresBackend
 from rewriter import ColumnType
@@ -55,9 +61,10 @@ def test_duckdb_timeout_and_read_only(duck: Path) -> None:
     async def run() -> None:
         backend = DuckDBBackend(duck, timeout_seconds=0.3)
         try:
-            with pytest.raises(BackendError, match="statement timeout") as caught:
-                await backend.fetch_all(SLOW_DUCKDB, CancelToken())
-            assert not isinstance(caught.value, QueryCanceled)
+            timed = CancelToken()
+            with pytest.raises(QueryCanceled, match="statement timeout"):
+                await backend.fetch_all(SLOW_DUCKDB, timed)
+            assert timed.reason == STATEMENT_TIMEOUT  # 57014, as PostgreSQL's timeout
             with pytest.raises(BackendError, match="read-only"):
                 await backend.fetch_all("CREATE TABLE u (x INT)", CancelToken())
             token = CancelToken()
@@ -104,7 +111,7 @@ def test_postgres_pool_is_bounded_read_only_and_timed(pg_dsn: str) -> None:
             assert shown == [("on",)]
             with pytest.raises(BackendError, match="read-only"):
                 await backend.fetch_all("CREATE TABLE dpproxy_nope (x int)", CancelToken())
-            with pytest.raises(BackendError, match="statement timeout"):
+            with pytest.raises(QueryCanceled, match="statement timeout"):
                 await backend.fetch_all("SELECT pg_sleep(3)", CancelToken())
             # A connection killed under the pool is replaced.
             pids = {r[0] for r in await backend.fetch_all("SELECT pg_backend_pid()", CancelToken())}
