@@ -383,9 +383,17 @@ def _quantile_note(measured: Measurement) -> str:
     return f"{chosen}, selected by the exponential mechanism (no closed-form interval)"
 
 
-def _order(cell: tuple[object, ...]) -> tuple[tuple[bool, str, object], ...]:
-    """A sort key for canonical cells: NULL last, then by type and value."""
-    return tuple((v is None, type(v).__name__, 0 if v is None else v) for v in cell)
+def _order(cell: tuple[object, ...]) -> tuple[tuple[bool, bool, str, object], ...]:
+    """A sort key for canonical cells: NULL last, NaN just before it, the rest by type and
+    value. A total order: with NaN compared as a number (never less, never greater), the
+    order of the released groups would follow the database's rows, unreleased groups'
+    included."""
+
+    def rank(v: object) -> tuple[bool, bool, str, object]:
+        nan = isinstance(v, float) and math.isnan(v)
+        return (v is None, nan, type(v).__name__, 0 if v is None or nan else v)
+
+    return tuple(rank(v) for v in cell)
 
 
 def _released_key(value: object, key: GroupKey) -> DomainValue:
@@ -397,7 +405,7 @@ def _released_key(value: object, key: GroupKey) -> DomainValue:
     if key.sql_type in ("BIGINT", "DOUBLE") and isinstance(value, int | float | Decimal):
         if key.sql_type == "BIGINT" and isinstance(value, int) and not isinstance(value, bool):
             return value
-        return float(value)  # NaN and ±infinity stay as they are
+        return _one_spelling(float(value))  # ±infinity stay as they are
     if isinstance(value, dt.datetime):
         if value.tzinfo is not None:
             value = value.astimezone(dt.UTC).replace(tzinfo=None)
@@ -407,21 +415,32 @@ def _released_key(value: object, key: GroupKey) -> DomainValue:
     return str(value)
 
 
+def _one_spelling(value: float) -> float:
+    """-0.0 as 0.0, every NaN (DuckDB's -nan too) as one: the database returns whichever
+    value of a group it met first (the bounded SQL maps them too: ``data_keys``)."""
+    return _NAN if math.isnan(value) else value + 0.0
+
+
+#: The one NaN of keys: one object, so that cells holding it are equal and hash alike.
+_NAN = math.nan
+
+
 def _canonical(value: object) -> object:
     """A key value in a form that compares equal across engines and the policy's domain.
 
     Whole numbers become exact ints (1, 1.0 and Decimal('1') are one key; 2^60 and 2^60 + 1
     stay two: as floats they would merge into one released cell, where one person could
-    count several times); other numbers become floats (-0.0 is 0)."""
+    count several times); other numbers become floats (-0.0 is 0; every NaN the one
+    ``_NAN``)."""
     if isinstance(value, bool) or value is None:
         return value
     if isinstance(value, int):
         return value
     if isinstance(value, Decimal):
         whole = value.is_finite() and value == value.to_integral_value()
-        return int(value) if whole else float(value)
+        return int(value) if whole else _one_spelling(float(value))
     if isinstance(value, float):
-        return int(value) if value.is_integer() else value  # NaN, ±inf: not whole
+        return int(value) if value.is_integer() else _one_spelling(value)  # NaN, ±inf
     if isinstance(value, (dt.date, dt.datetime)):
         return value.isoformat()
     return str(value)

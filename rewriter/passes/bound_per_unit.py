@@ -488,8 +488,12 @@ def _widen_integer_literals(node: exp.Expr) -> None:
     would overflow on the rows where the condition holds (an error that reveals them),
     though its interval (rewriter.intervals, within ±2^52) fits a BIGINT. Cleaned
     integer columns are BIGINT already (``clean``). The d of ``round(x, -1)`` (a negated
-    literal) stays an INTEGER: neither engine has round(x, bigint)."""
+    literal) stays an INTEGER: neither engine has round(x, bigint); so do the days added to
+    or subtracted from a constant date (``DATE '2020-02-29' + 1``): neither has date ±
+    bigint, and the constant is computed before the query runs (``Plan.constants``)."""
     if isinstance(node, exp.Neg) and node.arg_key == "decimals":
+        return
+    if _days_of_a_date(node):
         return
     if isinstance(node, _COMPUTING):
         slots = ["this", "expression"]
@@ -505,6 +509,34 @@ def _widen_integer_literals(node: exp.Expr) -> None:
         return
     for slot in slots:
         _widen_slot(node, slot)
+
+
+def _days_of_a_date(node: exp.Expr) -> bool:
+    """``node`` is a constant date ± days (without a column), or arithmetic within them."""
+    current: exp.Expr | None = node
+    while isinstance(current, (*_COMPUTING, exp.Paren)):
+        if (
+            isinstance(current, (exp.Add, exp.Sub))
+            and (_constant_date(current.this) or _constant_date(current.expression))
+            and current.find(exp.Column) is None
+        ):
+            return True
+        current = current.parent
+    return False
+
+
+def _constant_date(node: exp.Expr) -> bool:
+    """A date computed without a column: ``CAST('…' AS DATE)``, ± whole days, in
+    parentheses (date − date is a number of days, not a date)."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.Cast):
+        return node.to.is_type(exp.DataType.Type.DATE) and node.find(exp.Column) is None
+    if isinstance(node, exp.Add):
+        return _constant_date(node.this) != _constant_date(node.expression)
+    if isinstance(node, exp.Sub):
+        return _constant_date(node.this) and not _constant_date(node.expression)
+    return False
 
 
 def _widen_slot(node: exp.Expr, slot: str) -> None:

@@ -35,10 +35,21 @@ engines number the years BC differently (44 BC: -44 and -43), and a date beyond 
 a timestamp can hold cannot be cast to one. CASE conditions see the raw value (nothing is
 released from them, and comparing a date never fails).
 
+Each group is released in one spelling, whoever's row the database met first. Both
+engines put -0.0 with 0.0 and every NaN together in one group, and text equal under the
+column's collation (case-insensitive, nondeterministic) or, on PostgreSQL, a ``bpchar``
+that ignores trailing spaces; they return the first value they meet, whose spelling
+('-0.0', '-nan', 'FLU', 'a  ') could be one person's. So a key with a floating-point value
+is written ``CASE WHEN v = 0 THEN 0.0 WHEN v = NaN THEN NaN ELSE v END`` over the value as
+a DOUBLE (``canonical_double``; numeric keys map -0 likewise), every text key ``CAST(… AS
+VARCHAR) COLLATE "C"`` (bytes compared on both engines; a ``bpchar`` loses its trailing
+spaces), and the release maps -0.0 and NaN once more (``rewriter.plan``). A decimal key
+is released as a DOUBLE: PostgreSQL's 1.0 and 1.00, one group, are one released value.
+
 A key that only reads columns and applies functions that cannot fail keeps the SQL that
-``check_predicate`` gives it (``DataKey.expression`` None); the others are rewritten as
-above, with a CAST to their released type. A key computed from the privacy unit column is
-refused, as is anything else.
+``check_predicate`` gives it (``DataKey.expression`` None) unless it is text or has a
+floating-point value; the others are rewritten as above, with a CAST to their released
+type. A key computed from the privacy unit column is refused, as is anything else.
 """
 
 from __future__ import annotations
@@ -55,6 +66,7 @@ from rewriter.passes.check_predicate import check_predicate
 from rewriter.passes.check_types import DATE_FIELDS, TIME_FIELDS, TRUNC_UNITS
 from rewriter.passes.numeric_keys import (
     Unknown,
+    canonical_double,
     case_values,
     check_not_unit,
     computes,
@@ -113,9 +125,29 @@ def data_key(target: exp.Expr, scope: Scope) -> DataKey:
     built = _Keys(scope, target).key(target)
     if built.constant or built.type is None:
         raise not_understood(target)
+    if built.type == "VARCHAR":
+        return DataKey(_bytewise(built.sql), "VARCHAR")
+    if built.type == "DOUBLE" and built.real and not numeric_value(target):
+        # A floating-point column's value (numeric keys are canonical already); a decimal
+        # one never meets it here (``_Keys.common``), so the cast cannot fail.
+        return DataKey(canonical_double(exp.cast(built.sql, exp.DataType.Type.DOUBLE)), "DOUBLE")
     if not built.changed:
         return DataKey(None, built.type)
     return DataKey(built.sql, built.type)
+
+
+def _bytewise(text: exp.Expr) -> exp.Expr:
+    """A text key as the engines group it byte by byte: ``CAST(… AS VARCHAR) COLLATE "C"``.
+    Under a case-insensitive or otherwise nondeterministic collation, and for PostgreSQL's
+    blank-padded ``bpchar`` (which ignores trailing spaces), values spelt differently are
+    one group, released in the spelling of whichever row the database met first: one
+    person's. The cast makes a ``bpchar`` a text without its trailing spaces (PostgreSQL's
+    own conversion; a no-op otherwise), and "C" (BINARY on DuckDB) compares bytes."""
+    collated = exp.Collate(
+        this=exp.cast(text, exp.DataType.Type.VARCHAR),
+        expression=exp.Identifier(this="C", quoted=True),
+    )
+    return exp.Paren(this=collated)
 
 
 def not_understood(key: exp.Expr) -> Rejected:

@@ -23,7 +23,7 @@ value. So:
   is x·10^d rounded half away from zero in double precision, then divided by 10^d
   (PostgreSQL has no round(double, d), and rounds doubles half to even);
 - the key is released as BIGINT when it is an integer expression and as DOUBLE otherwise,
-  with -0 released as 0.
+  with -0 released as 0 (``canonical_double``).
 """
 
 from __future__ import annotations
@@ -148,13 +148,8 @@ def numeric_key(
     if built.integer:
         key, sql_type = exp.cast(cleaned, _BIGINT), "BIGINT"
     else:
-        value = exp.cast(cleaned, _DOUBLE)
-        # -0.0 and 0.0 are one group: released as 0.0, whichever row came first.
-        zero = exp.EQ(this=value.copy(), expression=exp.Literal.number(0))
-        key, sql_type = (
-            exp.Case(ifs=[exp.If(this=zero, true=_double(0.0))], default=value),
-            "DOUBLE",
-        )
+        # Cleaned columns and bounded steps: never NaN.
+        key, sql_type = canonical_double(exp.cast(cleaned, _DOUBLE), nan=False), "DOUBLE"
     if len(key.sql()) > MAX_KEY_SQL:
         raise Rejected(
             f"GROUP BY {_written(original)} is too complex: its SQL, with every column clamped "
@@ -162,6 +157,24 @@ def numeric_key(
             hint="group by a simpler expression (fewer nested round() or divisions)",
         )
     return key, sql_type
+
+
+def canonical_double(value: exp.Expr, *, nan: bool = True) -> exp.Expr:
+    """A DOUBLE key (``value``, of that type already) in one spelling per group: -0.0 as
+    0.0 and, with ``nan``, every NaN as the one ``CAST('NaN' AS DOUBLE)``. Both engines put
+    -0.0 with 0.0, and all NaNs, in one group and return whichever value they met first:
+    released as such, its spelling ('-0.0' or '0.0'; DuckDB's '-nan' or 'nan') would tell
+    whose row came first. ``=`` holds between all NaNs on both engines."""
+    zero = exp.EQ(this=value.copy(), expression=exp.Literal.number(0))
+    ifs = [exp.If(this=zero, true=_double(0.0))]
+    if nan:
+        same = exp.EQ(this=value.copy(), expression=_not_a_number())
+        ifs.append(exp.If(this=same, true=_not_a_number()))
+    return exp.Case(ifs=ifs, default=value)
+
+
+def _not_a_number() -> exp.Expr:
+    return exp.cast(exp.Literal.string("NaN"), _DOUBLE)
 
 
 def _reason(message: str) -> str:

@@ -114,3 +114,40 @@ def test_arrays_of_texts_are_not_evaluated(array: str, recorded: bool) -> None:
     """A GROUP BY text column's domain is written ARRAY_CONTAINS([…], column)."""
     tree = sqlglot.parse_one(f"SELECT x FROM t WHERE list_contains({array}, y)", read="duckdb")
     assert bool(constants(tree, "duckdb")) is recorded
+
+
+DAYS_OF_A_DATE = [
+    "SELECT COUNT(CASE WHEN DATE '2020-02-29' + 1 = DATE '2020-03-01' THEN 1 END) FROM visits",
+    "SELECT COUNT(CASE WHEN 1 + DATE '2020-02-29' = DATE '2020-03-01' THEN 1 END) FROM visits",
+    "SELECT COUNT(CASE WHEN DATE '2020-03-01' - (1) = DATE '2020-02-29' THEN 1 END) FROM visits",
+    "SELECT COUNT(CASE WHEN DATE '2020-02-29' + -(3 - 2) = DATE '2020-02-28' THEN 1 END) "
+    "FROM visits",
+    "SELECT SUM(CASE WHEN (DATE '2020-02-29' + 1) - 1 = DATE '2020-02-29' THEN stay END) "
+    "FROM visits",
+]
+
+
+@pytest.mark.parametrize(
+    "dialect", ["duckdb", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
+@pytest.mark.parametrize("sql", DAYS_OF_A_DATE)
+def test_days_added_to_a_constant_date_inside_an_aggregate_stay_integers(
+    sql: str, dialect: str, request: pytest.FixtureRequest
+) -> None:
+    """Integer literals inside aggregates are widened to BIGINT, but neither engine has
+    date ± bigint: the query was refused as if its constant could not be computed. The
+    days of a constant date stay INTEGER; the constant is still evaluated on its own."""
+    if dialect == "duckdb":
+        conn = duckdb_with(WITH_PERSON)
+        made = plan(sql, CATALOG, PlanRequest(1.0))
+        conn.execute(evaluation_sql(made.constants)).fetchall()
+        (row,) = conn.execute(made.sql).fetchall()
+    else:
+        dsn, schema = request.getfixturevalue("pg_dsn"), request.getfixturevalue("pg_schema")
+        load_postgres(dsn, schema, WITH_PERSON)
+        made = plan(sql, catalog(schema), PlanRequest(1.0, "postgres"))
+        with psycopg.connect(dsn) as pg:
+            pg.execute(evaluation_sql(made.constants).encode()).fetchall()
+            (row,) = pg.execute(made.sql.encode()).fetchall()
+    assert made.constants
+    assert row[0] == (11 if "SUM" in sql else 2)  # stays 2 and 9; two persons
