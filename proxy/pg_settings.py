@@ -20,22 +20,33 @@ spellings (``constraint_exclusion = yes``) what SET accepted among true/false/ye
 parameters: dpproxy's analysts are not superusers. The ``tcp_*`` defaults are those
 of a Unix-socket connection (0); over TCP PostgreSQL shows the socket's values.
 
-Parameters of context ``user`` left out, each refused (0A000) with its reason in
-``REFUSED``:
+Parameters of context ``user`` that dpproxy does not honour are kept at one value
+(``FIXED``): SHOW shows it (PostgreSQL's default), RESET goes back to it, and SET to it
+is accepted (pg_dump's ``SET xmloption = content`` and ``SET default_tablespace = ''``),
+as each is what dpproxy does anyway; SET to any other value PostgreSQL takes is refused
+(0A000) with the reason in ``REFUSED``:
 
-- ``array_nulls``, ``backslash_quote``, ``default_text_search_config``,
-  ``gin_fuzzy_search_limit``, ``quote_all_identifiers``, ``timezone_abbreviations``,
-  ``transform_null_equals``, ``xmlbinary``, ``xmloption``: they change what queries
-  answer, or which SQL is read, and dpproxy's engine works one way only;
-- ``exit_on_error``, ``restrict_nonsystem_relation_kind``: behaviour the client asks
-  for (ending the session at an error, refusing views) that dpproxy would not give;
-- ``default_tablespace``, ``temp_tablespaces``, ``local_preload_libraries``: they name
-  server objects (tablespaces, libraries) that dpproxy does not have;
-- ``default_transaction_deferrable``: dpproxy's transactions are never deferrable
+- ``array_nulls`` (on), ``backslash_quote`` (safe_encoding: the client encoding is
+  always UTF8), ``default_text_search_config`` (pg_catalog.simple: dpproxy has no text
+  search), ``gin_fuzzy_search_limit`` (0), ``quote_all_identifiers`` (off),
+  ``transform_null_equals`` (off), ``xmlbinary`` (base64), ``xmloption`` (content):
+  other values change what queries answer, or which SQL is read, and dpproxy's engine
+  works one way only; ``timezone_abbreviations`` is shown as Default but never set (the
+  engine reads abbreviations its own way);
+- ``exit_on_error`` (off), ``restrict_nonsystem_relation_kind`` (empty): behaviour the
+  client asks for (ending the session at an error, refusing views) that dpproxy would not
+  give;
+- ``default_tablespace``, ``temp_tablespaces``, ``local_preload_libraries`` (empty): they
+  name server objects (tablespaces, libraries) that dpproxy does not have;
+- ``default_transaction_deferrable`` (off): dpproxy's transactions are never deferrable
   (``transaction_deferrable`` shows off);
-- ``debug_pretty_print``, ``debug_print_parse``, ``debug_print_plan``,
-  ``debug_print_rewritten``, ``trace_notify``, ``trace_sort``: server diagnostics
+- ``debug_pretty_print`` (on), ``debug_print_parse``, ``debug_print_plan``,
+  ``debug_print_rewritten``, ``trace_notify``, ``trace_sort`` (off): server diagnostics
   dpproxy has none of to print.
+
+A session keeps at most ``MAX_CUSTOM_PARAMETERS`` custom parameters, and a custom or
+other free-text value (search_path, lc_*) of at most ``MAX_VALUE_LENGTH`` characters
+(54000 beyond): each is kept in the session and in its transaction's snapshots.
 
 The others of context ``user`` (DateStyle, IntervalStyle, TimeZone,
 application_name, bytea_output, client_encoding, client_min_messages,
@@ -50,6 +61,8 @@ postmaster...) stay unrecognized (42704), as do ``role`` and ``session_authoriza
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import re
 import sys
@@ -59,10 +72,10 @@ from fractions import Fraction
 from typing import Literal, NamedTuple
 
 from proxy.seam import QueryError
-from proxy.sqlstate import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE
+from proxy.sqlstate import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, PROGRAM_LIMIT_EXCEEDED
 
 INVALID_NAME = "42602"
-Kind = Literal["bool", "integer", "real", "enum"]
+Kind = Literal["bool", "integer", "real", "enum", "string"]
 
 # --- Booleans --------------------------------------------------------------------------
 
@@ -471,6 +484,90 @@ REFUSED: dict[str, str] = {
     "trace_sort": _DIAGNOSTIC,
 }
 
+#: The one value each of REFUSED is kept at (PostgreSQL's default): what SHOW shows, RESET
+#: goes back to, and SET may give (timezone_abbreviations: none, see the module's text).
+FIXED: dict[str, Setting] = {
+    "array_nulls": _bool("on"),
+    "backslash_quote": _enum("safe_encoding", ("safe_encoding", "on", "off"), _ON_OFF),
+    "default_text_search_config": Setting("string", "pg_catalog.simple"),
+    "gin_fuzzy_search_limit": _int("0", 0, 2147483647),
+    "quote_all_identifiers": _bool("off"),
+    "timezone_abbreviations": Setting("string", "Default"),
+    "transform_null_equals": _bool("off"),
+    "xmlbinary": _enum("base64", ("base64", "hex")),
+    "xmloption": _enum("content", ("content", "document")),
+    "exit_on_error": _bool("off"),
+    "restrict_nonsystem_relation_kind": Setting("string", ""),
+    "default_tablespace": Setting("string", ""),
+    "temp_tablespaces": Setting("string", ""),
+    "local_preload_libraries": Setting("string", ""),
+    "default_transaction_deferrable": _bool("off"),
+    "debug_pretty_print": _bool("on"),
+    "debug_print_parse": _bool("off"),
+    "debug_print_plan": _bool("off"),
+    "debug_print_rewritten": _bool("off"),
+    "trace_notify": _bool("off"),
+    "trace_sort": _bool("off"),
+}
+#: What SHOW gives for each of FIXED.
+FIXED_DEFAULTS: dict[str, str] = {name: setting.default for name, setting in FIXED.items()}
+#: A string parameter of FIXED: what SET may give it (in lower case) -> what SHOW then
+#: shows, as PostgreSQL shows it (a list of names quotes each: '' shows as "").
+_FIXED_STRINGS: dict[str, dict[str, str]] = {
+    "default_text_search_config": dict.fromkeys(
+        ("pg_catalog.simple", "simple"), "pg_catalog.simple"
+    ),
+    "timezone_abbreviations": {},
+    "restrict_nonsystem_relation_kind": {"": ""},
+    "default_tablespace": {"": ""},
+    "temp_tablespaces": {"": '""'},
+    "local_preload_libraries": {"": '""'},
+}
+#: SET of these takes a list (name, name, ...), as in PostgreSQL.
+LIST_PARAMETERS = frozenset(
+    {"restrict_nonsystem_relation_kind", "temp_tablespaces", "local_preload_libraries"}
+)
+
+# --- Limits ------------------------------------------------------------------------------
+
+#: Custom parameters a session may define (SET, RESET or the startup packet), and the
+#: longest value of a custom or other free-text parameter (search_path, lc_*): each is
+#: kept in the session, in its transaction's snapshots and in what identifies its
+#: parameters. A PostgREST-style JSON claim (SET request.jwt.claims = '{...}') fits.
+MAX_CUSTOM_PARAMETERS = 100
+MAX_VALUE_LENGTH = 8192
+
+
+def too_many_custom_parameters(name: str) -> QueryError:
+    return QueryError(
+        PROGRAM_LIMIT_EXCEEDED,
+        f'cannot define custom parameter "{name}": this session already has '
+        f"{MAX_CUSTOM_PARAMETERS} custom parameters, the most dpproxy keeps",
+        hint="reuse the custom parameters already set (SET name = value), or start a new "
+        "session (RESET ALL does not remove them, as in PostgreSQL)",
+    )
+
+
+def check_value_length(name: str, value: str) -> None:
+    """QueryError 54000 for a free-text value longer than MAX_VALUE_LENGTH characters."""
+    if len(value) > MAX_VALUE_LENGTH:
+        raise QueryError(
+            PROGRAM_LIMIT_EXCEEDED,
+            f'the value of parameter "{name}" is {len(value)} characters long; dpproxy '
+            f"keeps values of at most {MAX_VALUE_LENGTH} characters",
+            hint=f"set {name} to a shorter value",
+        )
+
+
+def parameters_key(parameters: Mapping[str, str]) -> str:
+    """What identifies a session's parameters in a cache key: a SHA-256 of their names and
+    values (sorted, as JSON), of a fixed size whatever the parameters are."""
+    canonical = json.dumps(sorted(parameters.items()), ensure_ascii=True)
+    return hashlib.sha256(canonical.encode("ascii")).hexdigest()
+
+
+# --- Names -------------------------------------------------------------------------------
+
 # A custom parameter's name: two or more simple identifiers separated by dots.
 _IDENTIFIER = r"[A-Za-z_\u0080-\U0010ffff][A-Za-z0-9_$\u0080-\U0010ffff]*"
 _CUSTOM_NAME = re.compile(rf"{_IDENTIFIER}(?:\.{_IDENTIFIER})+")
@@ -482,8 +579,8 @@ def is_placeholder(name: str) -> bool:
 
 
 def accepts(name: str) -> bool:
-    """True for a parameter this module checks: one of SETTINGS, or a custom one."""
-    return name in SETTINGS or is_placeholder(name)
+    """True for a parameter this module checks: one of SETTINGS or FIXED, or a custom one."""
+    return name in SETTINGS or name in FIXED or is_placeholder(name)
 
 
 def check_name(name: str) -> None:
@@ -498,26 +595,85 @@ def check_name(name: str) -> None:
         )
 
 
-def refusal(name: str) -> QueryError | None:
-    """The refusal (0A000) of a PostgreSQL parameter dpproxy knows and leaves out."""
+def refusal(name: str, value: str | None = None) -> QueryError | None:
+    """The refusal (0A000) of SET ``name`` = ``value`` (as PostgreSQL would show it) for a
+    parameter of FIXED, whose one value SET may give is another; None for other names."""
     reason = REFUSED.get(name)
     if reason is None:
         return None
+    only = _only_value(name)
+    written = "" if value is None else f" = {_sql_value(value)}"
+    leave = (
+        f"leave {name} out of the statement and the connection settings "
+        "(options, PGOPTIONS, server_settings)"
+    )
+    if only is None:
+        return QueryError(
+            FEATURE_NOT_SUPPORTED,
+            f'dpproxy does not support parameter "{name}"{written}: {reason}',
+            hint=leave,
+        )
+    other = "" if value is None else f", not {_sql_value(value)}"
     return QueryError(
         FEATURE_NOT_SUPPORTED,
-        f'dpproxy does not support parameter "{name}": {reason}',
-        hint=f"leave {name} out of the statement and the connection settings "
-        "(options, PGOPTIONS, server_settings)",
+        f"dpproxy supports only {name} = {only}{other}: {reason}",
+        hint=f"SET {name} = {only}, or {leave}",
     )
+
+
+def _only_value(name: str) -> str | None:
+    """The value SET may give a parameter of FIXED, as written in SQL; None if none."""
+    setting = FIXED[name]
+    if setting.kind != "string":
+        return setting.default
+    accepted = _FIXED_STRINGS[name]
+    return None if not accepted else _sql_value(next(iter(accepted)))
+
+
+def _sql_value(value: str) -> str:
+    """A value as SET takes it: a word or number as is, anything else quoted."""
+    if re.fullmatch(r"[a-z_][a-z0-9_]*|[0-9]+", value):
+        return value
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _fixed_setting(name: str, value: str) -> str:
+    """What SHOW gives after SET ``name`` = ``value`` for a parameter of FIXED: its one
+    value; QueryError 22023 for a value PostgreSQL refuses, else 0A000 (refusal)."""
+    setting = FIXED[name]
+    if setting.kind == "string":
+        shown = _FIXED_STRINGS[name].get(value.lower())
+        if shown is not None:
+            return shown
+        refused = refusal(name, value)
+    else:
+        checked = _checked(name, setting, value)
+        if checked == setting.default:
+            return checked
+        refused = refusal(name, checked)
+    if refused is None:  # not reached: every parameter of FIXED has its reason
+        raise QueryError(FEATURE_NOT_SUPPORTED, f'dpproxy does not support parameter "{name}"')
+    raise refused
 
 
 def checked_setting(name: str, value: str) -> str:
     """What SHOW gives after SET ``name`` = ``value`` (``name`` as accepts() accepts it),
     checked as PostgreSQL 15 checks it: QueryError 22023 for a value it refuses, 42602
-    for a malformed custom name. A custom parameter keeps its value as written."""
+    for a malformed custom name, 0A000 for a value of FIXED's other than its one, 54000
+    for a custom value longer than MAX_VALUE_LENGTH. A custom parameter keeps its value
+    as written."""
     check_name(name)
+    if name in FIXED:
+        return _fixed_setting(name, value)
     setting = SETTINGS.get(name)
     if setting is None:
+        check_value_length(name, value)
+        return value
+    return _checked(name, setting, value)
+
+
+def _checked(name: str, setting: Setting, value: str) -> str:
+    if setting.kind == "string":
         return value
     if setting.kind == "bool":
         flag = parse_bool(value)
@@ -537,3 +693,30 @@ def checked_setting(name: str, value: str) -> str:
         lowest, highest = int(setting.lowest), int(setting.highest)
         return integer_setting(name, value, lowest, highest, setting.unit, plain=name in _PLAIN)
     return real_setting(name, value, setting.lowest, setting.highest, setting.unit)
+
+
+# --- pg_settings -------------------------------------------------------------------------
+
+#: The units of the parameters proxy.set_values checks whose values have one.
+_OTHER_UNITS = {
+    "statement_timeout": "ms",
+    "lock_timeout": "ms",
+    "idle_in_transaction_session_timeout": "ms",
+}
+
+
+def view_setting(name: str, shown: str) -> tuple[str, str | None]:
+    """The ``setting`` and ``unit`` columns of pg_settings for a parameter SHOW gives as
+    ``shown``: as PostgreSQL, a number with a unit in the parameter's own unit (work_mem
+    '4MB' is setting '4096', unit 'kB'); else the value as SHOW gives it, and no unit."""
+    setting = SETTINGS.get(name)
+    unit = setting.unit if setting is not None else _OTHER_UNITS.get(name)
+    if unit is None:
+        return shown, None
+    try:
+        if setting is not None and setting.kind == "real":
+            number, end = _strtod(shown)
+            return _g(_to_base_unit(number, shown[end:], unit)), unit
+        return str(int(_read_integer(shown, unit))), unit
+    except _NotANumber:
+        return shown, unit  # not reached: SHOW's values are read back as they were written

@@ -516,6 +516,18 @@ class Pipeline:
             detail="the query was stopped before it was charged: nothing was charged",
         )
 
+    async def audit_canceled(self, asker: Asker, sql: str, reason: str) -> None:
+        """Audit a statement stopped by a cancel request or the statement timeout
+        (``reason``, CancelToken.reason) before it reached the pipeline (while it was
+        classified, or at Describe): as _stop_if_canceled, an error, nothing charged. A
+        state store that cannot record it: ledger_failure."""
+        attempt = Attempt(analyst=asker.analyst, client_address=asker.address, sql=sql)
+        message = f"canceled due to {reason} before the charge"
+        try:
+            await self.ledger.refuse(attempt, Decision.ERROR, message, asker.budget)
+        except StateStoreError as error:
+            raise ledger_failure(error) from None
+
     async def _complete(
         self,
         cost: Cost,

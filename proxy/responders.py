@@ -34,13 +34,18 @@ class SessionContext:
     #: Fired by a cancel request for the statement being answered (AnalystSession.cancel)
     #: or by the session's statement_timeout.
     cancel: CancelToken = field(default_factory=CancelToken)
+    #: pg_settings.parameters_key(parameters), which the session computes once per change
+    #: of its parameters; "" if not given (the responder computes it).
+    parameters_key: str = ""
 
 
 class Responder(Protocol):
     async def answer(self, sql: str, context: SessionContext) -> StatementResult | None:
         """The full result if this responder owns ``sql``, else None. Raise QueryError to
         refuse, and ``canceled(context.cancel.reason)`` once ``context.cancel`` fires
-        while it waits. Must not read data nor charge budget: Describe calls it too."""
+        while it waits (``owned_canceled`` once it knows ``sql`` is its own: the session
+        audits the others, which may have been DP queries). Must not read data nor charge
+        budget: Describe calls it too."""
         ...
 
 
@@ -49,6 +54,16 @@ def canceled(reason: str = USER_REQUEST) -> QueryError:
     never are) by a cancel request or by the session's statement_timeout (``reason``,
     CancelToken.reason)."""
     return QueryError(QUERY_CANCELED, f"canceling statement due to {reason}")
+
+
+class OwnedStatementCanceled(QueryError):
+    """canceled() of a statement a responder owns (a catalog query stopped while it ran):
+    not a DP query, so not audited."""
+
+
+def owned_canceled(reason: str = USER_REQUEST) -> QueryError:
+    """As canceled(), for a statement the responder knows is its own."""
+    return OwnedStatementCanceled(QUERY_CANCELED, f"canceling statement due to {reason}")
 
 
 SHOW_ALL_COLUMNS = (

@@ -8,6 +8,7 @@ import dataclasses
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
+from types import MappingProxyType
 from typing import NamedTuple
 
 from accountant import AnalystBudget, Epsilon, InvalidAmount, Mechanism, Rho
@@ -17,18 +18,31 @@ from proxy import __version__
 from proxy.backends import STATEMENT_TIMEOUT, CancelToken
 from proxy.pg_settings import (
     DEFAULTS,
+    FIXED,
+    FIXED_DEFAULTS,
+    LIST_PARAMETERS,
+    MAX_CUSTOM_PARAMETERS,
     SETTINGS,
     accepts,
     check_name,
     checked_setting,
     is_placeholder,
     on_off,
+    parameters_key,
     parse_bool,
     refusal,
     time_seconds,
+    too_many_custom_parameters,
 )
 from proxy.pipeline import Asker, Pipeline, Report
-from proxy.responders import SHOW_ALL_COLUMNS, Responder, SessionContext, canceled, show_all
+from proxy.responders import (
+    SHOW_ALL_COLUMNS,
+    OwnedStatementCanceled,
+    Responder,
+    SessionContext,
+    canceled,
+    show_all,
+)
 from proxy.seam import ColumnDescription, Notice, QueryError, StatementResult, TransactionStatus
 from proxy.set_values import checked_parameter, clean_application_name, read_set
 from proxy.sqlstate import (
@@ -38,6 +52,7 @@ from proxy.sqlstate import (
     IN_FAILED_SQL_TRANSACTION,
     INVALID_PARAMETER_VALUE,
     NO_ACTIVE_SQL_TRANSACTION,
+    QUERY_CANCELED,
     SYNTAX_ERROR,
     UNDEFINED_OBJECT,
     WARNING,
@@ -120,6 +135,13 @@ class _Settings:
     parameters: Mapping[str, str]
 
 
+class _Snapshot(NamedTuple):
+    """The session's parameters as the responders see them, taken once per change."""
+
+    parameters: Mapping[str, str]  # a read-only copy
+    key: str  # pg_settings.parameters_key(parameters)
+
+
 class _Savepoint(NamedTuple):
     name: str
     settings: _Settings  # restored by ROLLBACK TO
@@ -143,8 +165,10 @@ class AnalystSession:
         self._status = TransactionStatus.IDLE
         # PostgreSQL's planner and resource parameters (proxy.pg_settings) are kept and
         # shown, and otherwise ignored; custom ones (myapp.tenant) join when first set.
-        self._parameters = {**DEFAULTS, **DEFAULT_PARAMETERS}
+        # Changed only through _put_parameter and _restore, which drop the snapshot.
+        self._parameters = {**DEFAULTS, **FIXED_DEFAULTS, **DEFAULT_PARAMETERS}
         self._parameters["application_name"] = clean_application_name(application_name)
+        self._snapshot: _Snapshot | None = None
         self._epsilon: Epsilon = asker.budget.default_per_query
         self._mechanism: Mechanism = asker.budget.mechanism
         self._delta: Decimal = default_query_delta(asker.budget)
@@ -209,6 +233,7 @@ class AnalystSession:
                         bias_check=self._bias_check,
                     )
                     if token.canceled:  # while it was planned (nothing is ever charged)
+                        await self._audit_canceled(sql, token)
                         raise canceled(token.reason)
                     return columns
         except QueryError:
@@ -245,24 +270,59 @@ class AnalystSession:
         """The answer of the first responder that owns ``sql``, else None. A cancel
         request (``token``) stops a responder's work with 57014, and a statement that no
         responder owns ends so too if ``token`` fired meanwhile: nothing has run and
-        nothing is charged."""
+        nothing is charged. Such a stop is audited (_audit_canceled) unless the statement
+        is known to be a responder's (a catalog query stopped while it ran): stopped while
+        it was classified, it may have been a DP query."""
         if not self._responders:
             return None
+        snapshot = self._parameters_snapshot()
         context = SessionContext(
             asker=self._asker,
             database=self._database,
-            parameters=dict(self._parameters),
+            parameters=snapshot.parameters,
             catalog=self._pipeline.catalog,
             ledger=self._pipeline.ledger,
             cancel=token,
+            parameters_key=snapshot.key,
         )
-        for responder in self._responders:
-            answer = await responder.answer(sql, context)
-            if answer is not None:
-                return answer
+        try:
+            for responder in self._responders:
+                answer = await responder.answer(sql, context)
+                if answer is not None:
+                    return answer
+        except QueryError as error:
+            owned = isinstance(error, OwnedStatementCanceled)
+            if error.sqlstate == QUERY_CANCELED and token.canceled and not owned:
+                await self._audit_canceled(sql, token)
+            raise
         if token.canceled:
+            await self._audit_canceled(sql, token)
             raise canceled(token.reason)
         return None
+
+    async def _audit_canceled(self, sql: str, token: CancelToken) -> None:
+        """Audit a statement that would have gone to the DP pipeline (or may have),
+        stopped by ``token`` before it got there: as the pipeline audits a stop before the
+        charge (Decision.ERROR; nothing is charged)."""
+        await self._pipeline.audit_canceled(self._asker, sql, token.reason)
+
+    def _parameters_snapshot(self) -> _Snapshot:
+        """The parameters as the responders see them: a read-only copy and its key, made
+        again only after they changed (not per statement)."""
+        if self._snapshot is None:
+            parameters = dict(self._parameters)
+            self._snapshot = _Snapshot(MappingProxyType(parameters), parameters_key(parameters))
+        return self._snapshot
+
+    def _put_parameter(self, name: str, value: str) -> None:
+        """Set a parameter; a custom one not defined yet only while the session has fewer
+        than MAX_CUSTOM_PARAMETERS (54000 else, and nothing changes)."""
+        if name not in self._parameters and is_placeholder(name):
+            defined = sum(1 for known in self._parameters if is_placeholder(known))
+            if defined >= MAX_CUSTOM_PARAMETERS:
+                raise too_many_custom_parameters(name)
+        self._parameters[name] = value
+        self._snapshot = None
 
     def _recognize(self, sql: str) -> SessionStatement | None:
         try:
@@ -382,6 +442,7 @@ class AnalystSession:
         # it was given is undone.
         custom = {name: "" for name in self._parameters if is_placeholder(name)}
         self._parameters = {**custom, **settings.parameters}
+        self._snapshot = None
         return changed
 
     def _transaction_statement(self, statement: SessionStatement) -> StatementResult:
@@ -491,7 +552,7 @@ class AnalystSession:
         if name in READ_ONLY_PARAMETERS:
             raise QueryError(CANT_CHANGE_RUNTIME_PARAM, f'parameter "{name}" cannot be changed')
         check_name(name)
-        self._parameters[name] = defaults.parameters.get(name, "")  # "": a custom one's
+        self._put_parameter(name, defaults.parameters.get(name, ""))  # "": a custom one's
         return StatementResult(tag="RESET", parameter_status=self._report(name))
 
     def apply_startup_parameters(self, parameters: Mapping[str, str]) -> None:
@@ -535,14 +596,14 @@ class AnalystSession:
             self._bias_check = parse_bias_check(value)
             return StatementResult(tag="SET")
         if accepts(name):  # kept for SHOW, otherwise ignored
-            self._parameters[name] = checked_setting(name, value)
+            self._put_parameter(name, checked_setting(name, value))
             return StatementResult(tag="SET")
         if name not in DEFAULT_PARAMETERS:
             raise _unknown(name)
         if name in READ_ONLY_PARAMETERS:
             raise QueryError(CANT_CHANGE_RUNTIME_PARAM, f'parameter "{name}" cannot be changed')
-        self._parameters[name] = checked_parameter(
-            name, value, self._parameters, self._defaults.parameters
+        self._put_parameter(
+            name, checked_parameter(name, value, self._parameters, self._defaults.parameters)
         )
         return StatementResult(tag="SET", parameter_status=self._report(name))
 
@@ -653,7 +714,12 @@ _DPPROXY_SETTINGS = frozenset(
     | {BIAS_CHECK_PARAMETER}
 )
 #: SET of these takes one value (proxy.set_values.read_set); others may be lists.
-_KNOWN_PARAMETERS = frozenset(DEFAULT_PARAMETERS) | _DPPROXY_SETTINGS | frozenset(SETTINGS)
+_KNOWN_PARAMETERS = (
+    frozenset(DEFAULT_PARAMETERS)
+    | _DPPROXY_SETTINGS
+    | frozenset(SETTINGS)
+    | (frozenset(FIXED) - LIST_PARAMETERS)
+)
 _CLEANUP_KINDS = frozenset(
     {Kind.SAVEPOINT, Kind.RELEASE, Kind.ROLLBACK_TO, Kind.DISCARD, Kind.DEALLOCATE}
 )

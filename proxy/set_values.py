@@ -16,7 +16,13 @@ from collections.abc import Collection, Mapping
 from decimal import Decimal
 from typing import NamedTuple
 
-from proxy.pg_settings import integer_setting, is_placeholder, on_off, parse_bool
+from proxy.pg_settings import (
+    check_value_length,
+    integer_setting,
+    is_placeholder,
+    on_off,
+    parse_bool,
+)
 from proxy.protocol.values import invalid_utf8_message
 from proxy.seam import QueryError
 from proxy.sqlstate import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, SYNTAX_ERROR
@@ -516,7 +522,8 @@ def checked_parameter(
 ) -> str:
     """The value SHOW gives (and ParameterStatus reports) after SET ``name`` = ``value``,
     as PostgreSQL checks and writes it; QueryError 22023 for a value PostgreSQL refuses,
-    0A000 for one that would change how dpproxy writes answers, which it cannot do.
+    0A000 for one that would change how dpproxy writes answers, which it cannot do,
+    54000 for a free-text value (search_path, lc_*) longer than MAX_VALUE_LENGTH.
     ``current`` and ``reset``: the session's values now and at its start."""
     if name == "application_name":
         return clean_application_name(value)
@@ -548,6 +555,7 @@ def checked_parameter(
     elif name in _INTEGER_PARAMETERS:
         shown = integer_setting(name, value, *_INTEGER_PARAMETERS[name])
     else:
+        check_value_length(name, value)  # 54000 past MAX_VALUE_LENGTH characters
         return value  # lc_*, search_path: free text, as dpproxy does not read them
     only = _ONLY_VALUES.get(name)
     if only is not None and shown != only[0]:

@@ -30,14 +30,15 @@ from proxy.catalog.pgtypes import result_type
 from proxy.catalog.result_cache import RESULT_CACHE_SIZE, ResultCache
 from proxy.catalog.text import pg_text
 from proxy.catalog.translate import (
-    CACHED_LENGTH,
     PARSE_CACHE_SIZE,
     CatalogRefused,
     SessionValues,
     Translation,
+    cacheable,
     remembered_translation,
 )
-from proxy.responders import SessionContext, canceled
+from proxy.pg_settings import parameters_key
+from proxy.responders import SessionContext, canceled, owned_canceled
 from proxy.seam import ColumnDescription, QueryError, StatementResult
 from proxy.sqlstate import FEATURE_NOT_SUPPORTED, QUERY_CANCELED
 from proxy.workers import Workers
@@ -66,9 +67,10 @@ class _Refusal(NamedTuple):
 
 
 #: What translating a statement gave: its translation, None (not a catalog query) or a
-#: refusal; remembered by statement, session values and parameters.
+#: refusal; remembered by statement, session values (the session's parameters by their
+#: key, pg_settings.parameters_key, never by themselves) and the values of $1, $2...
 _Outcome = Translation | _Refusal | None
-_OutcomeKey = tuple[str, str, str, str, tuple[tuple[str, str], ...], tuple[str | None, ...]]
+_OutcomeKey = tuple[str, str, str, str, str, tuple[str | None, ...]]
 
 
 class CatalogResponder:
@@ -108,7 +110,8 @@ class CatalogResponder:
             user=analyst,
             database=context.database or DEFAULT_DATABASE,
             version=VERSION,
-            settings=dict(context.parameters),
+            settings=context.parameters,  # the session's read-only snapshot: not copied
+            settings_key=context.parameters_key or parameters_key(context.parameters),
         )
         translation = await self._translation(sql, session, parameters, context.cancel)
         if isinstance(translation, _Refusal):
@@ -120,8 +123,8 @@ class CatalogResponder:
             return cached
         try:
             output = await self._run(analyst, translation.sql, context.cancel)
-        except CatalogQueryCanceled:
-            raise canceled(context.cancel.reason) from None
+        except CatalogQueryCanceled:  # a catalog query, surely: not audited as a DP one
+            raise owned_canceled(context.cancel.reason) from None
         except CatalogResultTooLarge as error:
             raise QueryError(
                 PROGRAM_LIMIT_EXCEEDED,
@@ -157,13 +160,14 @@ class CatalogResponder:
 
     async def _run(self, analyst: str, sql: str, token: CancelToken) -> QueryOutput:
         """The output of the translated ``sql``, run on a worker thread in ``analyst``'s
-        turn; stopped at once (CatalogQueryCanceled) when ``token`` fires."""
+        turn; stopped at once (CatalogQueryCanceled, or owned_canceled's 57014) when
+        ``token`` fires."""
         database = self._database
 
         async def run(stop: QueryStop) -> QueryOutput:
             return await self._running.run(analyst, lambda: database.run_blocking(sql, stop))
 
-        return await _unless_canceled(token, run)
+        return await _unless_canceled(token, run, owned_canceled)
 
     async def _translation(
         self,
@@ -176,13 +180,13 @@ class CatalogResponder:
         on a worker thread unless remembered here; not awaited further once ``token``
         fires (the thread finishes on its own)."""
         key: _OutcomeKey | None = None
-        if len(sql) <= CACHED_LENGTH:
+        if cacheable(sql, parameters):
             key = (
                 sql,
                 session.user,
                 session.database,
                 session.version,
-                tuple(sorted(session.settings.items())),
+                session.settings_key,
                 tuple(parameters),
             )
             if key in self._outcomes:
@@ -207,13 +211,15 @@ class CatalogResponder:
 
 
 async def _unless_canceled(
-    token: CancelToken, work: Callable[[QueryStop], Coroutine[Any, Any, T]]
+    token: CancelToken,
+    work: Callable[[QueryStop], Coroutine[Any, Any, T]],
+    stopped: Callable[[str], QueryError] = canceled,
 ) -> T:
     """``work(stop)``'s result, unless ``token`` fires first: then ``stop`` is cancelled
     (a query not started never starts, a running one is interrupted), ``work`` is no
     longer awaited (nor started, if still waiting for its turn or a thread) and the
-    statement ends with PostgreSQL's 57014 (a cancel request's or statement_timeout's,
-    ``token.reason``). A cancel after ``work`` has ended changes nothing."""
+    statement ends with PostgreSQL's 57014 (``stopped(token.reason)``: a cancel request's or
+    statement_timeout's). A cancel after ``work`` has ended changes nothing."""
     loop = asyncio.get_running_loop()
     stop = QueryStop()
     fired: asyncio.Future[None] = loop.create_future()
@@ -226,7 +232,7 @@ async def _unless_canceled(
     token.bind(cancel)
     try:
         if token.canceled:  # fired before it was bound (while nothing could be stopped)
-            raise canceled(token.reason)
+            raise stopped(token.reason)
         job = asyncio.ensure_future(work(stop))
         job.add_done_callback(_consume)
         try:
@@ -240,7 +246,7 @@ async def _unless_canceled(
     if job.done():
         return job.result()
     job.cancel()
-    raise canceled(token.reason)
+    raise stopped(token.reason)
 
 
 def _resolve(future: asyncio.Future[None]) -> None:

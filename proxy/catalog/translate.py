@@ -11,6 +11,8 @@ literals of the tree, never pasted into text.
 from __future__ import annotations
 
 import functools
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -26,7 +28,7 @@ from proxy.catalog.relations import (
     Relation,
     find_relation,
 )
-from proxy.pg_settings import is_placeholder
+from proxy.pg_settings import is_placeholder, parameters_key, parse_bool, view_setting
 from proxy.sqlstate import UNDEFINED_OBJECT
 
 PUBLIC = "public"
@@ -92,6 +94,9 @@ class SessionValues:
     database: str
     version: str
     settings: Mapping[str, str]
+    #: pg_settings.parameters_key(settings), what identifies them in cache keys; "": not
+    #: given (remembered_translation computes it).
+    settings_key: str = ""
 
 
 @dataclass(frozen=True)
@@ -125,28 +130,59 @@ def translate(
         ) from None
 
 
+def cacheable(sql: str, parameters: Sequence[str | None]) -> bool:
+    """Whether a statement's translation is remembered: a short statement, with short
+    values of $1, $2... (both are kept in the cache's key)."""
+    values = sum(len(value) for value in parameters if value is not None)
+    return len(sql) + values <= CACHED_LENGTH
+
+
+_TranslationKey = tuple[str, str, str, str, str, tuple[str | None, ...]]
+
+
+class _Translations:
+    """The translations of recent short catalog statements, by statement, session values
+    (the settings by their key, never by themselves: they may be many and long) and
+    values of $1, $2...; shared by the translating threads."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[_TranslationKey, Translation | None] = OrderedDict()
+
+    def get(self, key: _TranslationKey) -> tuple[bool, Translation | None]:
+        with self._lock:
+            if key not in self._entries:
+                return False, None
+            self._entries.move_to_end(key)
+            return True, self._entries[key]
+
+    def put(self, key: _TranslationKey, translation: Translation | None) -> None:
+        with self._lock:
+            self._entries[key] = translation
+            self._entries.move_to_end(key)
+            while len(self._entries) > self._size:
+                self._entries.popitem(last=False)
+
+
+_TRANSLATIONS = _Translations(PARSE_CACHE_SIZE)
+
+
 def remembered_translation(
     sql: str, session: SessionValues, parameters: Sequence[str | None] = ()
 ) -> Translation | None:
     """As translate(), remembering the translations of short statements (a translation is
     a pure function of the statement, the session values and the parameters)."""
-    if len(sql) > CACHED_LENGTH or catalog_tree(sql, session.user) is None:
+    if not cacheable(sql, parameters) or catalog_tree(sql, session.user) is None:
         return translate(sql, session, parameters)
-    settings = tuple(session.settings.items())
-    return _translate_cached(
-        sql, (session.user, session.database, session.version), settings, tuple(parameters)
-    )
-
-
-@functools.lru_cache(maxsize=PARSE_CACHE_SIZE)
-def _translate_cached(
-    sql: str,
-    who: tuple[str, str, str],
-    settings: tuple[tuple[str, str], ...],
-    parameters: tuple[str | None, ...],
-) -> Translation | None:
-    user, database, version = who
-    return translate(sql, SessionValues(user, database, version, dict(settings)), parameters)
+    settings_key = session.settings_key or parameters_key(session.settings)
+    who = (session.user, session.database, session.version)
+    key: _TranslationKey = (sql, *who, settings_key, tuple(parameters))
+    found, translation = _TRANSLATIONS.get(key)
+    if not found:
+        translation = translate(sql, session, parameters)
+        _TRANSLATIONS.put(key, translation)
+    return translation
 
 
 def catalog_tree(sql: str, analyst: str) -> exp.Expression | None:
@@ -301,6 +337,9 @@ def _call(name: str, *args: exp.Expression) -> exp.Expression:
 
 
 def _settings_literal(settings: Mapping[str, str]) -> exp.Expression:
+    """The session's parameters for the session relations: pg_settings shows each
+    setting as PostgreSQL does (a number with a unit in the parameter's own unit:
+    work_mem '4MB' is '4096'), custom parameters (myapp.tenant) not at all."""
     return exp.Array(
         expressions=[
             exp.Struct(
@@ -309,7 +348,8 @@ def _settings_literal(settings: Mapping[str, str]) -> exp.Expression:
                         this=exp.to_identifier("name"), expression=exp.Literal.string(k)
                     ),
                     exp.PropertyEQ(
-                        this=exp.to_identifier("setting"), expression=exp.Literal.string(v)
+                        this=exp.to_identifier("setting"),
+                        expression=exp.Literal.string(view_setting(k, v)[0]),
                     ),
                 ]
             )
@@ -317,6 +357,27 @@ def _settings_literal(settings: Mapping[str, str]) -> exp.Expression:
             if not is_placeholder(k)  # custom parameters (myapp.tenant): not, as in PostgreSQL
         ]
     )
+
+
+def _with_units(
+    relation: Relation, rows: exp.Table, session: SessionValues, alias: exp.TableAlias
+) -> exp.Expression:
+    """pg_settings (the session relation's ``rows``, aliased m) with each parameter's
+    unit, as PostgreSQL shows it (kB for work_mem, ms for statement_timeout)."""
+    units = [
+        exp.If(this=exp.Literal.string(name), true=exp.Literal.string(unit))
+        for name, value in sorted(session.settings.items())
+        if not is_placeholder(name) and (unit := view_setting(name, value)[1]) is not None
+    ]
+    columns: list[exp.Expr] = []
+    for name, duck in relation.duck_columns():
+        column: exp.Expression = exp.column(name, table="m", quoted=True)
+        if name == "unit" and units:
+            case = exp.Case(this=exp.column("name", table="m", quoted=True), ifs=units)
+            column = exp.cast(case, exp.DataType.build(duck))
+        columns.append(exp.alias_(column, exp.to_identifier(name, quoted=True)))
+    select = exp.select(*columns).from_(rows)
+    return exp.Subquery(this=select, alias=alias)
 
 
 def _rewrite(
@@ -379,6 +440,9 @@ def _duck_relation(
             _settings_literal(session.settings),
         ],
     )
+    if relation.key == (PG_CATALOG, "pg_settings"):
+        rows = exp.Table(this=call, db=exp.to_identifier(schema), alias=exp.TableAlias(this="m"))
+        return _with_units(relation, rows, session, alias)
     return exp.Table(this=call, db=exp.to_identifier(schema), alias=alias)
 
 
@@ -534,23 +598,54 @@ def _is_user_keyword(node: exp.Expression) -> bool:
 
 
 def _current_setting(args: list[exp.Expression], session: SessionValues) -> exp.Expression:
-    """current_setting(name [, missing_ok]): NULL for a parameter not set when missing_ok
-    is true (current_setting('myapp.tenant', true)), else as SHOW."""
-    argument = args[0]
-    # SQLAlchemy sends current_setting(%(name)s::VARCHAR): a text literal cast to text.
-    while isinstance(argument, exp.Cast) and argument.to.is_type(*exp.DataType.TEXT_TYPES):
-        argument = argument.this
+    """current_setting(name [, missing_ok]): as SHOW; NULL for a parameter not set when
+    missing_ok is true (true, 'true', 'on'...: current_setting('myapp.tenant', true));
+    NULL if either argument is NULL, as PostgreSQL's strict function."""
+    argument = _uncast_text(args[0])
+    missing = _missing_ok(args[1]) if len(args) == 2 else False
+    if isinstance(argument, exp.Null) or missing is None:
+        return exp.cast(exp.Null(), exp.DataType.build("text"))
     if not (isinstance(argument, exp.Literal) and argument.is_string):
         raise CatalogRefused("current_setting() needs the parameter's name as a literal")
     name = argument.name.lower()
     if name not in session.settings:
-        missing_ok = args[1:2] == [exp.Boolean(this=True)]
-        if missing_ok and len(args) == 2:
+        if missing and len(args) == 2:
             return exp.cast(exp.Null(), exp.DataType.build("text"))
         raise CatalogRefused(
             f'unrecognized configuration parameter "{name}"', sqlstate=UNDEFINED_OBJECT
         )
     return exp.Literal.string(session.settings[name])
+
+
+def _uncast_text(argument: exp.Expression) -> exp.Expression:
+    """A text value without its casts to text (SQLAlchemy sends current_setting(
+    %(name)s::VARCHAR): a text literal cast to text)."""
+    while isinstance(argument, exp.Cast) and argument.to.is_type(*exp.DataType.TEXT_TYPES):
+        argument = argument.this
+    return argument
+
+
+def _missing_ok(argument: exp.Expression) -> bool | None:
+    """current_setting()'s missing_ok: true or false, as a boolean or as text PostgreSQL
+    reads as one ('true', 'on', 't'...); None for NULL. Any other expression is false,
+    as before (a missing parameter is refused)."""
+    value = argument
+    while isinstance(value, exp.Cast) and (
+        value.to.is_type(exp.DataType.Type.BOOLEAN, *exp.DataType.TEXT_TYPES)
+    ):
+        value = value.this
+    if isinstance(value, exp.Null):
+        return None
+    if isinstance(value, exp.Boolean):
+        return bool(value.this)
+    if isinstance(value, exp.Literal) and value.is_string:
+        flag = parse_bool(value.name.strip(" \t\n\r\f\v"))
+        if flag is None:
+            raise CatalogRefused(
+                f'invalid input syntax for type boolean: "{value.name}"', sqlstate="22P02"
+            )
+        return flag
+    return False
 
 
 def _first_select(tree: exp.Expression) -> exp.Select | None:
