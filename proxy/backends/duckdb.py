@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import threading
 from pathlib import Path
 
 import duckdb
@@ -20,6 +18,7 @@ from proxy.backends import (
     group_declared,
 )
 from proxy.backends.collations import COLLATIONS_QUERY, with_collations
+from proxy.backends.interrupt import Interrupter
 from rewriter.planner import Dialect
 
 #: Single-column PRIMARY KEY and UNIQUE constraints of one table.
@@ -28,8 +27,6 @@ _KEYS_QUERY = (
     "current_database() AND schema_name = ? AND table_name = ? "
     "AND constraint_type IN ('PRIMARY KEY', 'UNIQUE')"
 )
-#: How often a query being stopped is interrupted again, until it has ended (see _Stop).
-_INTERRUPT_EVERY_SECONDS = 0.01
 
 
 class DuckDBBackend:
@@ -88,7 +85,7 @@ class DuckDBBackend:
         (which fires ``token`` with STATEMENT_TIMEOUT) stops it, at whatever moment it
         comes before the query has ended, with QueryCanceled (``token.reason`` says why)."""
         cursor = self._connection.cursor()
-        stop = _Stop(cursor)
+        stop = Interrupter(cursor)
         token.bind(stop.fire)
         loop = asyncio.get_running_loop()
         timer = loop.call_later(self._timeout, token.cancel, STATEMENT_TIMEOUT)
@@ -128,52 +125,12 @@ def _consume(work: asyncio.Future[list[tuple[object, ...]]]) -> None:
         work.exception()
 
 
-class _Stop:
-    """Stops the query on one cursor, from any thread, at any moment before it has ended
-    (``fire``). DuckDB forgets an interrupt that comes before it has started the query (it
-    clears the flag as a statement begins), so once fired the query is interrupted again
-    every _INTERRUPT_EVERY_SECONDS, by a thread started then, until it has ended (``end``).
-    Fired after that, it does nothing. (proxy.catalog.database's QueryStop and _watch do the
-    same for catalog queries.)"""
-
-    def __init__(self, cursor: duckdb.DuckDBPyConnection) -> None:
-        self._cursor = cursor
-        self._lock = threading.Lock()
-        self._ended = threading.Event()
-        self._watcher: threading.Thread | None = None
-        self.fired = False
-
-    def fire(self) -> None:
-        with self._lock:
-            self.fired = True
-            if self._watcher is not None or self._ended.is_set():
-                return
-            self._watcher = threading.Thread(
-                target=self._interrupt_until_ended, name="dpproxy-duckdb-stop", daemon=True
-            )
-            self._watcher.start()
-
-    def end(self) -> None:
-        """The query has ended: no more interrupts (returns once none can come)."""
-        with self._lock:
-            self._ended.set()
-            watcher = self._watcher
-        if watcher is not None:
-            watcher.join()
-
-    def _interrupt_until_ended(self) -> None:
-        while not self._ended.is_set():
-            with contextlib.suppress(duckdb.Error):  # thread-safe; harmless between statements
-                self._cursor.interrupt()
-            self._ended.wait(_INTERRUPT_EVERY_SECONDS)
-
-
 def _run(
-    cursor: duckdb.DuckDBPyConnection, sql: str, token: CancelToken, stop: _Stop
+    cursor: duckdb.DuckDBPyConnection, sql: str, token: CancelToken, stop: Interrupter
 ) -> list[tuple[object, ...]]:
     """In a worker thread; closes the cursor when done (it is not shared with the loop).
     A stop fired before the check below means the query never starts; one fired later
-    interrupts it (see _Stop)."""
+    interrupts it (see proxy.backends.interrupt)."""
     try:
         if token.canceled or stop.fired:
             raise QueryCanceled(f"canceled due to {token.reason}")

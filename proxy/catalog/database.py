@@ -8,7 +8,6 @@ given up past MAX_ROWS rows or MAX_BYTES bytes.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ from dataclasses import dataclass
 import duckdb
 import numpy
 
+from proxy.backends.interrupt import Interrupter
 from proxy.catalog.contents import Declared, Row, catalog_rows, session_relation_sql
 from proxy.catalog.functions import macro_statements
 from proxy.catalog.keywords import KEYWORDS
@@ -29,8 +29,6 @@ MAX_ROWS = 100_000
 MAX_BYTES = 64 * 1024 * 1024
 MEMORY_LIMIT = "256MB"
 _MAX_BATCH = 2048  # rows fetched at a time, at most (fewer while the rows are large)
-#: How often a query being stopped is interrupted again, until it ends (see _watch).
-_INTERRUPT_EVERY_SECONDS = 0.01
 _KEYWORD_DESCRIPTIONS = {
     "U": "unreserved",
     "C": "unreserved (cannot be function or type name)",
@@ -61,25 +59,28 @@ class QueryStop:
     starts; while it runs, it is interrupted at once."""
 
     def __init__(self) -> None:
-        self._canceled = threading.Event()
-        # Wakes the query's watcher: on cancel, and when the query has ended.
-        self._wake = threading.Event()
+        self._lock = threading.Lock()
+        self._canceled = False
+        self._interrupter: Interrupter | None = None
 
     @property
     def canceled(self) -> bool:
-        return self._canceled.is_set()
+        return self._canceled
 
     def cancel(self) -> None:
-        self._canceled.set()
-        self._wake.set()
+        with self._lock:
+            self._canceled = True
+            interrupter = self._interrupter
+        if interrupter is not None:
+            interrupter.fire()
 
-    def wait(self, timeout: float) -> None:
-        """Until cancelled, woken or ``timeout`` seconds have passed."""
-        self._wake.wait(timeout)
-
-    def wake(self) -> None:
-        """End ``wait`` (the query has ended)."""
-        self._wake.set()
+    def attach(self, interrupter: Interrupter | None) -> None:
+        """The query now running (fired at once if already cancelled), or None."""
+        with self._lock:
+            self._interrupter = interrupter
+            canceled = self._canceled
+        if interrupter is not None and canceled:
+            interrupter.fire()
 
 
 @dataclass(frozen=True)
@@ -109,13 +110,11 @@ class CatalogDatabase:
         stop = QueryStop() if stop is None else stop
         with self._lock:
             cursor = self._connection.cursor()
-        ended = threading.Event()
-        watcher = threading.Thread(
-            target=_watch, args=(cursor, stop, ended), name="dpproxy-catalog-watch", daemon=True
-        )
-        watcher.start()
+        interrupter = Interrupter(cursor)
+        stop.attach(interrupter)  # a cancel from now on reaches the query
+        timer = threading.Timer(TIMEOUT_SECONDS, interrupter.fire)
+        timer.start()
         try:
-            # Checked once the watcher runs: a cancel from now on reaches the query.
             if stop.canceled:
                 raise CatalogQueryCanceled("canceled before it started")
             cursor.execute(sql)
@@ -132,9 +131,9 @@ class CatalogDatabase:
         except duckdb.Error as error:
             raise CatalogQueryFailed(str(error).split("\n", 1)[0]) from None
         finally:
-            ended.set()
-            stop.wake()
-            watcher.join()
+            timer.cancel()
+            stop.attach(None)
+            interrupter.end()
             cursor.close()
         return QueryOutput(
             tuple(str(d[0]) for d in description),
@@ -145,18 +144,6 @@ class CatalogDatabase:
 
     def close(self) -> None:
         self._connection.close()
-
-
-def _watch(cursor: duckdb.DuckDBPyConnection, stop: QueryStop, ended: threading.Event) -> None:
-    """Interrupt the query on ``cursor`` once TIMEOUT_SECONDS have passed or ``stop`` is
-    cancelled, unless it ended first. DuckDB forgets an interrupt that comes before it has
-    started the query (it clears the flag as a statement begins), so the interrupt is
-    repeated every _INTERRUPT_EVERY_SECONDS until the query has ended."""
-    stop.wait(TIMEOUT_SECONDS)
-    while not ended.is_set():
-        with contextlib.suppress(duckdb.Error):  # thread-safe; harmless between statements
-            cursor.interrupt()
-        ended.wait(_INTERRUPT_EVERY_SECONDS)
 
 
 def _fetch(
