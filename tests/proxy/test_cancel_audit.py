@@ -23,17 +23,13 @@ from typing import TypeVar
 import pytest
 
 from accountant import AnalystBudget, Epsilon
-from proxy.backends.duckdb import DuckDBBackend
 from proxy.catalog.responder import CatalogResponder
-from proxy.ledger import AsyncLedger
 from proxy.pipeline import Asker, Pipeline
-from proxy.postprocess import PostProcessor
 from proxy.seam import QueryError
 from proxy.selfservice import SelfServiceResponder
 from proxy.session import AnalystSession
 from proxy.workers import Workers
-from rewriter import OpenDPNoise
-from tests.rewriter.tables import catalog, duckdb_file
+from tests.proxy.local_pipeline import local_pipeline
 
 T = TypeVar("T")
 CANCELED = "canceling statement due to user request"
@@ -43,14 +39,7 @@ SETTLE_SECONDS = 0.2
 
 @pytest.fixture(scope="module")
 def pipeline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pipeline]:
-    directory = tmp_path_factory.mktemp("cancel_audit")
-    made = Pipeline(
-        catalog("main"),
-        DuckDBBackend(duckdb_file(directory / "data.duckdb"), timeout_seconds=10),
-        AsyncLedger(directory / "state.db"),
-        OpenDPNoise(),
-        PostProcessor(),
-    )
+    made = local_pipeline(tmp_path_factory.mktemp("cancel_audit"))
     yield made
     made.ledger.close()
 

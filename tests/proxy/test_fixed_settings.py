@@ -21,16 +21,12 @@ import psycopg
 import pytest
 
 from accountant import AnalystBudget, Epsilon
-from proxy.backends.duckdb import DuckDBBackend
 from proxy.catalog.responder import CatalogResponder
-from proxy.ledger import AsyncLedger
 from proxy.pg_settings import FIXED, SETTINGS
 from proxy.pipeline import Asker, Pipeline
-from proxy.postprocess import PostProcessor
 from proxy.seam import QueryError
 from proxy.session import AnalystSession
-from rewriter import OpenDPNoise
-from tests.rewriter.tables import catalog, duckdb_file
+from tests.proxy.local_pipeline import local_pipeline
 
 pytestmark = pytest.mark.postgres
 
@@ -39,14 +35,7 @@ Outcome = tuple[object, ...]  # ("ok", rows) or ("error", sqlstate, message)
 
 @pytest.fixture(scope="module")
 def pipeline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pipeline]:
-    directory = tmp_path_factory.mktemp("fixed_settings")
-    made = Pipeline(
-        catalog("main"),
-        DuckDBBackend(duckdb_file(directory / "data.duckdb"), timeout_seconds=10),
-        AsyncLedger(directory / "state.db"),
-        OpenDPNoise(),
-        PostProcessor(),
-    )
+    made = local_pipeline(tmp_path_factory.mktemp("fixed_settings"))
     yield made
     made.ledger.close()
 

@@ -20,34 +20,23 @@ from collections.abc import Iterator
 import pytest
 
 from accountant import AnalystBudget, Epsilon
-from proxy.backends.duckdb import DuckDBBackend
 from proxy.catalog import translate as translate_module
 from proxy.catalog.responder import CatalogResponder
 from proxy.catalog.translate import SessionValues, remembered_translation
-from proxy.ledger import AsyncLedger
 from proxy.pg_settings import MAX_CUSTOM_PARAMETERS, MAX_VALUE_LENGTH, parameters_key
 from proxy.pipeline import Asker, Pipeline
-from proxy.postprocess import PostProcessor
 from proxy.responders import SessionContext
 from proxy.seam import QueryError, StatementResult
 from proxy.selfservice import SelfServiceResponder
 from proxy.session import AnalystSession
-from rewriter import OpenDPNoise
-from tests.rewriter.tables import catalog, duckdb_file
+from tests.proxy.local_pipeline import local_pipeline
 
 LIMIT_HINT = "reuse the custom parameters already set"
 
 
 @pytest.fixture(scope="module")
 def pipeline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pipeline]:
-    directory = tmp_path_factory.mktemp("parameter_limits")
-    made = Pipeline(
-        catalog("main"),
-        DuckDBBackend(duckdb_file(directory / "data.duckdb"), timeout_seconds=10),
-        AsyncLedger(directory / "state.db"),
-        OpenDPNoise(),
-        PostProcessor(),
-    )
+    made = local_pipeline(tmp_path_factory.mktemp("parameter_limits"))
     yield made
     made.ledger.close()
 

@@ -18,30 +18,19 @@ import psycopg
 import pytest
 
 from accountant import AnalystBudget, Epsilon
-from proxy.backends.duckdb import DuckDBBackend
 from proxy.catalog.translate import SessionValues, translate
-from proxy.ledger import AsyncLedger
 from proxy.pg_settings import REFUSED, SETTINGS
 from proxy.pipeline import Asker, Pipeline
-from proxy.postprocess import PostProcessor
 from proxy.seam import QueryError
 from proxy.session import DEFAULT_PARAMETERS, AnalystSession
-from rewriter import OpenDPNoise
-from tests.rewriter.tables import catalog, duckdb_file
+from tests.proxy.local_pipeline import local_pipeline
 
 Outcome = tuple[str, ...]  # ("ok", last SHOW's value) or ("error", sqlstate, message[, hint])
 
 
 @pytest.fixture(scope="module")
 def pipeline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pipeline]:
-    directory = tmp_path_factory.mktemp("pg_settings")
-    made = Pipeline(
-        catalog("main"),
-        DuckDBBackend(duckdb_file(directory / "data.duckdb"), timeout_seconds=10),
-        AsyncLedger(directory / "state.db"),
-        OpenDPNoise(),
-        PostProcessor(),
-    )
+    made = local_pipeline(tmp_path_factory.mktemp("pg_settings"))
     yield made
     made.ledger.close()
 

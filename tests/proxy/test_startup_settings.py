@@ -20,28 +20,17 @@ import psycopg
 import pytest
 
 from accountant import AnalystBudget, Epsilon
-from proxy.backends.duckdb import DuckDBBackend
-from proxy.ledger import AsyncLedger
 from proxy.pipeline import Asker, Pipeline
-from proxy.postprocess import PostProcessor
 from proxy.protocol.codec import FrontendDecoder
 from proxy.protocol.messages import InvalidEncoding, MalformedQuery, Query, Sync
 from proxy.seam import QueryError, StatementResult
 from proxy.session import REPORTED_PARAMETERS, AnalystSession
-from rewriter import OpenDPNoise
-from tests.rewriter.tables import catalog, duckdb_file
+from tests.proxy.local_pipeline import local_pipeline
 
 
 @pytest.fixture
 def pipeline(tmp_path: Path) -> Iterator[Pipeline]:
-    database = duckdb_file(tmp_path / "data.duckdb")
-    made = Pipeline(
-        catalog("main"),
-        DuckDBBackend(database, timeout_seconds=10),
-        AsyncLedger(tmp_path / "state.db"),
-        OpenDPNoise(),
-        PostProcessor(),
-    )
+    made = local_pipeline(tmp_path)
     yield made
     made.ledger.close()
 
