@@ -21,6 +21,7 @@ from rewriter.passes.bound_per_unit import bounded_query
 from rewriter.passes.check_joins import check_joins
 from rewriter.passes.check_predicate import check_predicate
 from rewriter.passes.check_shape import check_shape
+from rewriter.passes.collations import default_collation
 from rewriter.passes.constants import constants
 from rewriter.passes.group_keys import domain_cells, from_data, group_keys
 from rewriter.passes.measurements import MeasureKind, MeasurementSpec, plan_measurements
@@ -47,6 +48,8 @@ PASSES = (
     "bias_checks: with SET dpproxy.bias_check = on, counts of the persons whose values"
     " were clamped or rows cut, computed beside the partials (bound_per_unit)",
     "post_process: select list, HAVING, ORDER BY, LIMIT over the released values",
+    "collations: on PostgreSQL, the text each LIKE and ILIKE matches is read under the"
+    " database's default collation (a nondeterministic one fails on the rows reaching it)",
     "constants: the constant expressions of the bounded query, which the proxy evaluates"
     " on their own before charging (DuckDB fails on a constant only on the rows that"
     " evaluate it)",
@@ -138,6 +141,8 @@ def _plan(sql: str, catalog: Catalog, request: PlanRequest) -> Plan:
         max_groups=joins.max_groups_per_unit,
         checks=checks,
     )
+    if request.dialect == "postgres":
+        default_collation(query)  # LIKE never fails for a column's collation
     found = constants(query, request.dialect)
     return Plan(
         sql=query.sql(dialect=request.dialect, copy=False),  # the tree is not kept

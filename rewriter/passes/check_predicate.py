@@ -519,13 +519,15 @@ def _check_node(node: exp.Expr, where: str, *, nested: bool = False) -> None:
             f"a cast to {typed} (a type with a precision or length) is not supported in {where}",
             hint="round instead (round(x, 2)), compare the column itself, or cast to text",
         )
-    raise Rejected(f"{node.key.upper()} is not allowed in {where}")
+    written = _WRITTEN.get(type(node))
+    raise Rejected(f"{written or node.key.upper()} is not allowed in {where}")
 
 
 #: How the analyst wrote what sqlglot reads as another function.
 _WRITTEN: dict[type[exp.Expr], str] = {
     exp.RegexpLike: "the regular expression match ~",
     exp.RegexpILike: "the regular expression match ~*",
+    exp.SimilarTo: "SIMILAR TO",
     exp.Pad: "lpad() or rpad()",
     exp.Collate: "COLLATE",
 }

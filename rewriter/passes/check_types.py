@@ -253,6 +253,15 @@ def _find_kind(node: exp.Expr, scope: Scope, where: str, memo: _Memo, *, raw: bo
     if isinstance(node, _ON_NUMBERS) and node.this is not None:
         # round(department, 1) would fail on every row, after the query was charged.
         _numeric(node, where, [found[id(node.this)]])
+    if isinstance(node, (exp.Like, exp.ILike)) and found.get(id(node.this)) == OTHER:
+        # bytea, citext, arrays: the PostgreSQL SQL reads the text LIKE matches under the
+        # default collation (passes.collations), which bytea refuses on every row.
+        raise Rejected(
+            f"{node.sql(dialect='postgres')} in {where}: LIKE needs a text value, not a "
+            "value of a type dpproxy does not read as text (bytea, citext, an array); the "
+            "database could fail on it after the query was charged",
+            hint="apply LIKE to a text or varchar column",
+        )
     if isinstance(node, _ON_TEXT) and found.get(id(node.this)) in _NOT_TEXT:
         # lower(stay > 1), (cost > 1) LIKE 'a%' fail on every row, after the charge.
         name = "LIKE" if isinstance(node, (exp.Like, exp.ILike)) else f"{node.key}()"
