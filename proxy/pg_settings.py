@@ -63,260 +63,28 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
-import sys
 from collections.abc import Mapping
-from decimal import Decimal
-from fractions import Fraction
 from typing import Literal, NamedTuple
 
+from proxy.pg_values import (
+    DBL_MAX,
+    NotANumber,
+    integer_setting,
+    invalid_value,
+    on_off,
+    parse_bool,
+    read_integer,
+    real_setting,
+    shown_number,
+    strtod,
+    to_base_unit,
+)
 from proxy.seam import QueryError
 from proxy.sqlstate import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, PROGRAM_LIMIT_EXCEEDED
 
 INVALID_NAME = "42602"
 Kind = Literal["bool", "integer", "real", "enum", "string"]
-
-# --- Booleans --------------------------------------------------------------------------
-
-# PostgreSQL's spellings of a boolean (besides unique prefixes of true/false/yes/no/on/off).
-_TRUE_WORDS = ("true", "yes", "on")
-_FALSE_WORDS = ("false", "no", "off")
-
-
-def parse_bool(value: str) -> bool | None:
-    """A boolean as PostgreSQL reads one (on/off, true/false, yes/no, 1/0, or a unique
-    prefix of these words, in any case, without surrounding spaces); None if it is not."""
-    wanted = value.lower()
-    if wanted in ("1", "0"):
-        return wanted == "1"
-    # "o" alone is ambiguous (on or off), as in PostgreSQL.
-    if len(wanted) >= (2 if wanted.startswith("o") else 1):
-        if any(word.startswith(wanted) for word in _TRUE_WORDS):
-            return True
-        if any(word.startswith(wanted) for word in _FALSE_WORDS):
-            return False
-    return None
-
-
-def on_off(flag: bool) -> str:
-    return "on" if flag else "off"
-
-
-# --- Numbers, as PostgreSQL's parse_int and parse_real read them -----------------------
-
-_INT_MAX = 2**31 - 1
-_LONG_MAX = 2**63 - 1
-_DBL_MAX = sys.float_info.max
-_C_SPACE = " \t\n\v\f\r"
-# strtol(..., 0): decimal, 0x hexadecimal or 0 octal, after white space.
-_STRTOL = re.compile(
-    r"[ \t\n\v\f\r]*(?P<sign>[+-]?)"
-    r"(?:0[xX](?P<hex>[0-9a-fA-F]+)|(?P<oct>0[0-7]*)|(?P<dec>[1-9][0-9]*))"
-)
-# strtod: a decimal or hexadecimal number, inf, infinity or nan, after white space.
-_STRTOD = re.compile(
-    r"[ \t\n\v\f\r]*(?P<sign>[+-]?)(?:"
-    r"(?P<hex>0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)(?:[pP][+-]?[0-9]+)?)"
-    r"|(?P<dec>(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)"
-    r"|(?P<inf>(?i:inf(?:inity)?))|(?P<nan>(?i:nan)(?:\([0-9A-Za-z_]*\))?))"
-)
-# A value's unit -> its size in the base unit, largest first, as PostgreSQL 15's tables.
-_BLOCK = 8192.0  # BLCKSZ
-_MEMORY_UNITS = ("TB", "GB", "MB", "kB", "B")
-_TIME_UNITS = ("d", "h", "min", "s", "ms", "us")
-_SIZES: dict[str, tuple[float, ...]] = {
-    "B": (1024.0**4, 1024.0**3, 1024.0**2, 1024.0, 1.0),
-    "kB": (1024.0**3, 1024.0**2, 1024.0, 1.0, 1.0 / 1024.0),
-    "8kB": (1024.0**3 / 8, 1024.0**2 / 8, 1024.0 / 8, 1.0 / 8, 1.0 / _BLOCK),
-    "ms": (86_400_000.0, 3_600_000.0, 60_000.0, 1000.0, 1.0, 1.0 / 1000),
-    "s": (86_400.0, 3600.0, 60.0, 1.0, 1.0 / 1000, 1.0 / 1_000_000),
-}
-_UNITS: dict[str, tuple[tuple[str, float], ...]] = {
-    unit: tuple(zip(_TIME_UNITS if unit in ("ms", "s") else _MEMORY_UNITS, sizes, strict=True))
-    for unit, sizes in _SIZES.items()
-}
-_MEMORY_HINT = 'Valid units for this parameter are "B", "kB", "MB", "GB", and "TB".'
-_TIME_HINT = 'Valid units for this parameter are "us", "ms", "s", "min", "h", and "d".'
-
-
-class _NotANumber(Exception):
-    """The value is no number PostgreSQL reads; ``hint`` is PostgreSQL's, if it gives one."""
-
-    def __init__(self, hint: str | None = None) -> None:
-        super().__init__(hint)
-        self.hint = hint
-
-
-def _strtod(value: str) -> tuple[float, int]:
-    """C's strtod(): the number ``value`` starts with and where it ends; _NotANumber when
-    there is none or it overflows or underflows (ERANGE)."""
-    match = _STRTOD.match(value)
-    if match is None:
-        raise _NotANumber
-    sign = -1.0 if match["sign"] == "-" else 1.0
-    if match["inf"]:
-        return sign * math.inf, match.end()
-    if match["nan"]:
-        return math.nan, match.end()
-    try:
-        number = float.fromhex(match["hex"]) if match["hex"] else float(match["dec"])
-    except OverflowError:
-        raise _NotANumber from None
-    if math.isinf(number):
-        raise _NotANumber
-    if abs(number) < sys.float_info.min:  # underflow: glibc's ERANGE if also inexact
-        exact = _exact(match["hex"], match["dec"])
-        if exact and Fraction(number) != exact:
-            raise _NotANumber
-    return sign * number, match.end()
-
-
-def _exact(hexadecimal: str | None, decimal: str | None) -> Fraction:
-    """The exact value of the number strtod read (one of the two is given)."""
-    if decimal is not None:
-        return Fraction(Decimal(decimal))
-    body, _, exponent = (hexadecimal or "0x0")[2:].lower().partition("p")
-    whole, _, fraction = body.partition(".")
-    mantissa = int(whole + fraction or "0", 16)
-    return Fraction(mantissa) * Fraction(2) ** (int(exponent or "0") - 4 * len(fraction))
-
-
-def _rint(number: float) -> float:
-    """C's rint(): to the nearest integer, halves to even."""
-    return number if not math.isfinite(number) else float(round(number))
-
-
-def _to_base_unit(number: float, rest: str, unit: str | None) -> float:
-    """``number`` with the unit written in ``rest`` (white space around it allowed), in
-    ``unit``, the parameter's own; as PostgreSQL, a fraction is rounded to the next
-    smaller unit (1.5h is 90min). _NotANumber if the unit is wrong or not allowed."""
-    written = rest.strip(_C_SPACE)
-    if not written:
-        return number
-    table = _UNITS.get(unit or "")
-    if table is None:
-        raise _NotANumber  # this parameter takes no unit
-    for position, (name, size) in enumerate(table):
-        if name == written:
-            value = number * size
-            if position + 1 < len(table):
-                smaller = table[position + 1][1]
-                value = _rint(value / smaller) * smaller
-            return value
-    raise _NotANumber(_TIME_HINT if unit in ("ms", "s") else _MEMORY_HINT)
-
-
-def _read_integer(value: str, unit: str | None) -> float:
-    """PostgreSQL's parse_int: an integer as strtol reads it (0x.., 0.. octal), or a
-    number as strtod does, with an optional unit, rounded (half to even)."""
-    match = _STRTOL.match(value)
-    end, integer = (0, 0) if match is None else (match.end(), _strtol_value(match))
-    if value[end : end + 1] in (".", "e", "E") or abs(integer) > _LONG_MAX:
-        number, end = _strtod(value)  # as PostgreSQL: read again as a float
-    elif match is None:
-        raise _NotANumber
-    else:
-        number = float(integer)
-    number = _rint(_to_base_unit(number, value[end:], unit))
-    if not -_INT_MAX - 1 <= number <= _INT_MAX:
-        raise _NotANumber("Value exceeds integer range.")
-    return number
-
-
-def _strtol_value(match: re.Match[str]) -> int:
-    if match["hex"]:
-        magnitude = int(match["hex"], 16)
-    elif match["oct"]:
-        magnitude = int(match["oct"], 8)
-    else:
-        magnitude = int(match["dec"])
-    return -magnitude if match["sign"] == "-" else magnitude
-
-
-def _invalid(name: str, value: str, hint: str | None) -> QueryError:
-    return QueryError(
-        INVALID_PARAMETER_VALUE, f'invalid value for parameter "{name}": "{value}"', hint=hint
-    )
-
-
-def _unit_hint(unit: str | None) -> str:
-    if unit is None:
-        return "write a number"
-    units = _TIME_UNITS if unit in ("ms", "s") else _MEMORY_UNITS
-    return f"write a number, with an optional unit ({', '.join(reversed(units))})"
-
-
-def integer_setting(
-    name: str, value: str, lowest: int, highest: int, unit: str | None, *, plain: bool = False
-) -> str:
-    """An integer parameter as PostgreSQL 15 reads it (a number, rounded to an integer,
-    with a unit for one that has one: 5s, 1500 ms, 64MB, 0x100) and shows it (in the
-    largest unit that divides it; the bare number if ``plain``). QueryError 22023 else."""
-    try:
-        number = int(_read_integer(value, unit))
-    except _NotANumber as error:
-        raise _invalid(name, value, error.hint or _unit_hint(unit)) from None
-    if not lowest <= number <= highest:
-        shown = f"{number} {unit}" if unit else str(number)
-        raise QueryError(
-            INVALID_PARAMETER_VALUE,
-            f'{shown} is outside the valid range for parameter "{name}" ({lowest} .. {highest})',
-        )
-    if unit is None or number <= 0 or plain:
-        return str(number)
-    for shown_unit, size in _UNITS[unit]:
-        if size <= 1.0 or number % int(size) == 0:
-            return f"{int(number / size)}{shown_unit}"
-    return str(number)  # not reached: every table ends with a unit of size <= 1
-
-
-def time_seconds(shown: str, unit: str) -> float:
-    """A time parameter's value as integer_setting shows it ('2s', '1500ms', '1min', '0'),
-    in seconds; ``unit`` is the parameter's own (ms or s). ValueError if it is no such
-    value."""
-    if unit not in ("ms", "s"):
-        raise ValueError(f"{unit!r} is not a unit of time")
-    try:
-        number = _read_integer(shown, unit)
-    except _NotANumber:
-        raise ValueError(f"{shown!r} is not a time") from None
-    return number / 1000.0 if unit == "ms" else number
-
-
-def _g(number: float) -> str:
-    """C's %g, as PostgreSQL's snprintf writes infinities."""
-    if math.isinf(number):
-        return "Infinity" if number > 0 else "-Infinity"
-    return f"{number:g}"
-
-
-def real_setting(name: str, value: str, lowest: float, highest: float, unit: str | None) -> str:
-    """A floating-point parameter as PostgreSQL 15 reads it (strtod, with a unit for one
-    that has one) and shows it (%g, in the largest unit giving a whole number)."""
-    try:
-        number, end = _strtod(value)
-        if math.isnan(number):
-            raise _NotANumber
-        number = _to_base_unit(number, value[end:], unit)
-    except _NotANumber as error:
-        raise _invalid(name, value, error.hint or _unit_hint(unit)) from None
-    if not lowest <= number <= highest:
-        shown = f"{_g(number)} {unit}" if unit else _g(number)
-        raise QueryError(
-            INVALID_PARAMETER_VALUE,
-            f'{shown} is outside the valid range for parameter "{name}" '
-            f"({_g(lowest)} .. {_g(highest)})",
-        )
-    if unit is None or number <= 0:
-        return _g(number)
-    table = _UNITS[unit]
-    for shown_unit, size in table:
-        scaled = number / size
-        if abs(_rint(scaled) / scaled - 1.0) <= 1e-8:
-            return f"{_g(scaled)}{shown_unit}"
-    return f"{_g(number / table[-1][1])}{table[-1][0]}"
-
 
 # --- The parameters ----------------------------------------------------------------------
 
@@ -356,9 +124,9 @@ SETTINGS: dict[str, Setting] = {
     "client_connection_check_interval": _int("0", 0, 2147483647, "ms"),
     "commit_siblings": _int("5", 0, 1000),
     "constraint_exclusion": _enum("partition", ("partition", "on", "off"), _ON_OFF),
-    "cpu_index_tuple_cost": _real("0.005", 0.0, _DBL_MAX),
-    "cpu_operator_cost": _real("0.0025", 0.0, _DBL_MAX),
-    "cpu_tuple_cost": _real("0.01", 0.0, _DBL_MAX),
+    "cpu_index_tuple_cost": _real("0.005", 0.0, DBL_MAX),
+    "cpu_operator_cost": _real("0.0025", 0.0, DBL_MAX),
+    "cpu_tuple_cost": _real("0.01", 0.0, DBL_MAX),
     "cursor_tuple_fraction": _real("0.1", 0.0, 1.0),
     "default_statistics_target": _int("100", 1, 10000),
     "default_toast_compression": _enum("pglz", ("pglz", "lz4")),
@@ -400,10 +168,10 @@ SETTINGS: dict[str, Setting] = {
     "hash_mem_multiplier": _real("2", 1.0, 1000.0),
     "idle_session_timeout": _int("0", 0, 2147483647, "ms"),
     "jit": _bool("on"),
-    "jit_above_cost": _real("100000", -1.0, _DBL_MAX),
+    "jit_above_cost": _real("100000", -1.0, DBL_MAX),
     "jit_expressions": _bool("on"),
-    "jit_inline_above_cost": _real("500000", -1.0, _DBL_MAX),
-    "jit_optimize_above_cost": _real("500000", -1.0, _DBL_MAX),
+    "jit_inline_above_cost": _real("500000", -1.0, DBL_MAX),
+    "jit_optimize_above_cost": _real("500000", -1.0, DBL_MAX),
     "jit_tuple_deforming": _bool("on"),
     "join_collapse_limit": _int("8", 1, 2147483647),
     "log_parameter_max_length_on_error": _int("0", -1, 1073741823, "B"),
@@ -416,16 +184,16 @@ SETTINGS: dict[str, Setting] = {
     "min_parallel_index_scan_size": _int("512kB", 0, 715827882, "8kB"),
     "min_parallel_table_scan_size": _int("8MB", 0, 715827882, "8kB"),
     "parallel_leader_participation": _bool("on"),
-    "parallel_setup_cost": _real("1000", 0.0, _DBL_MAX),
-    "parallel_tuple_cost": _real("0.1", 0.0, _DBL_MAX),
+    "parallel_setup_cost": _real("1000", 0.0, DBL_MAX),
+    "parallel_tuple_cost": _real("0.1", 0.0, DBL_MAX),
     "password_encryption": _enum("scram-sha-256", ("md5", "scram-sha-256")),
     "plan_cache_mode": _enum("auto", ("auto", "force_generic_plan", "force_custom_plan")),
-    "random_page_cost": _real("4", 0.0, _DBL_MAX),
+    "random_page_cost": _real("4", 0.0, DBL_MAX),
     "recursive_worktable_factor": _real("10", 0.001, 1000000.0),
     # Off makes PostgreSQL refuse queries that a row security policy would filter;
     # dpproxy has no such policies, so it changes nothing, as in PostgreSQL without any.
     "row_security": _bool("on"),
-    "seq_page_cost": _real("1", 0.0, _DBL_MAX),
+    "seq_page_cost": _real("1", 0.0, DBL_MAX),
     "stats_fetch_consistency": _enum("cache", ("none", "cache", "snapshot")),
     "synchronize_seqscans": _bool("on"),
     "synchronous_commit": _enum(
@@ -687,7 +455,7 @@ def _checked(name: str, setting: Setting, value: str) -> str:
     if setting.kind == "enum":
         shown = setting.choices.get(value.lower())
         if shown is None:
-            raise _invalid(name, value, f"Available values: {', '.join(setting.visible)}.")
+            raise invalid_value(name, value, f"Available values: {', '.join(setting.visible)}.")
         return shown
     if setting.kind == "integer":
         lowest, highest = int(setting.lowest), int(setting.highest)
@@ -715,8 +483,8 @@ def view_setting(name: str, shown: str) -> tuple[str, str | None]:
         return shown, None
     try:
         if setting is not None and setting.kind == "real":
-            number, end = _strtod(shown)
-            return _g(_to_base_unit(number, shown[end:], unit)), unit
-        return str(int(_read_integer(shown, unit))), unit
-    except _NotANumber:
+            number, end = strtod(shown)
+            return shown_number(to_base_unit(number, shown[end:], unit)), unit
+        return str(int(read_integer(shown, unit))), unit
+    except NotANumber:
         return shown, unit  # not reached: SHOW's values are read back as they were written

@@ -27,13 +27,11 @@ from proxy.pg_settings import (
     check_name,
     checked_setting,
     is_placeholder,
-    on_off,
     parameters_key,
-    parse_bool,
     refusal,
-    time_seconds,
     too_many_custom_parameters,
 )
+from proxy.pg_values import on_off, parse_bool, time_seconds
 from proxy.pipeline import Asker, Pipeline, Report
 from proxy.responders import (
     SHOW_ALL_COLUMNS,

@@ -16,13 +16,8 @@ from collections.abc import Collection, Mapping
 from decimal import Decimal
 from typing import NamedTuple
 
-from proxy.pg_settings import (
-    check_value_length,
-    integer_setting,
-    is_placeholder,
-    on_off,
-    parse_bool,
-)
+from proxy.pg_settings import check_value_length, is_placeholder
+from proxy.pg_values import integer_setting, on_off, parse_bool
 from proxy.protocol.values import invalid_utf8_message
 from proxy.seam import QueryError
 from proxy.sqlstate import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, SYNTAX_ERROR

@@ -28,7 +28,8 @@ from proxy.catalog.relations import (
     Relation,
     find_relation,
 )
-from proxy.pg_settings import is_placeholder, parameters_key, parse_bool, view_setting
+from proxy.pg_settings import is_placeholder, parameters_key, view_setting
+from proxy.pg_values import parse_bool
 from proxy.sqlstate import UNDEFINED_OBJECT
 
 PUBLIC = "public"

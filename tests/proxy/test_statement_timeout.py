@@ -19,7 +19,7 @@ from accountant import AnalystBudget, Decision, Epsilon
 from proxy.backends import STATEMENT_TIMEOUT, USER_REQUEST, CancelToken
 from proxy.backends.duckdb import DuckDBBackend
 from proxy.ledger import AsyncLedger
-from proxy.pg_settings import integer_setting, time_seconds
+from proxy.pg_values import integer_setting, time_seconds
 from proxy.pipeline import Asker, Pipeline
 from proxy.postprocess import PostProcessor
 from proxy.seam import QueryError
