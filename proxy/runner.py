@@ -25,6 +25,7 @@ from proxy.postprocess import PostProcessor
 from proxy.selfservice import SelfServiceResponder
 from proxy.server import Server
 from proxy.settings import BackendSettings, ConfigError, ServerSettings, Settings
+from proxy.text_collations import check_text_collations
 from proxy.tls import TLSConfigError, server_context
 from proxy.unit_columns import check_unit_columns
 from proxy.unit_keys import check_unit_keys
@@ -93,6 +94,8 @@ async def run(settings: Settings, on_ready: Callable[[int], None]) -> None:
         )
         check_unit_columns(declared, settings.tables)
         check_domain_columns(declared, settings.tables)
+        if settings.backend.engine == "postgres":
+            check_text_collations(declared, settings.tables)
         for note in await check_unit_keys(backend, schema, declared, settings.tables):
             logger.info("%s", note)
         ledger = AsyncLedger(
