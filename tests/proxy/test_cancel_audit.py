@@ -78,6 +78,11 @@ async def canceled_while_held(
     await holder
     with pytest.raises(QueryError) as caught:
         await asyncio.wait_for(waiting, 10)
+    # The stopped statement's job may still end on its thread: its turn is given back on
+    # this event loop, which must not close before (the next asyncio.run is another loop).
+    deadline = asyncio.get_running_loop().time() + 10
+    while "alice" in workers._turns and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.01)
     return caught.value
 
 
