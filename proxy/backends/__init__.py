@@ -137,17 +137,23 @@ _INT_ALIASES = frozenset({"int", "int2", "int4", "int8"})
 
 SCHEMA_QUERY = (
     "SELECT table_name, column_name, data_type, character_maximum_length, "
-    "numeric_precision, numeric_scale, collation_name FROM information_schema.columns "
+    "numeric_precision, numeric_scale, collation_name, collation_schema "
+    "FROM information_schema.columns "
     "WHERE table_schema = {placeholder} ORDER BY table_name, ordinal_position"
 )
 
 
 def group_declared(rows: list[tuple[object, ...]]) -> dict[str, dict[str, DeclaredType]]:
-    """SCHEMA_QUERY's rows as table -> column -> declared type (the collation, the
-    seventh value, may be left out)."""
+    """SCHEMA_QUERY's rows as table -> column -> declared type (the collation and its
+    schema, the seventh and eighth values, may be left out). A collation of a schema other
+    than pg_catalog is named with its schema (``s_a.ci``): PostgreSQL's own "C" is
+    byte-wise, a user's ``s."C"`` may not be, and ``s_a.ci`` and ``s_b.ci`` are two."""
     tables: dict[str, dict[str, DeclaredType]] = {}
     for table, column, declared, length, precision, scale, *collation in rows:
         collated = collation[0] if collation and isinstance(collation[0], str) else None
+        schema = collation[1] if len(collation) > 1 and isinstance(collation[1], str) else None
+        if collated is not None and schema not in (None, "pg_catalog"):
+            collated = f"{schema}.{collated}"
         tables.setdefault(str(table), {})[str(column)] = DeclaredType(
             str(declared),
             _int_or_none(length),

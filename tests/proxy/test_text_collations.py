@@ -15,6 +15,7 @@ import pytest
 from proxy.backends import DeclaredType, Schema
 from proxy.demo_data import DemoSize, generate, load_postgres
 from proxy.text_collations import check_text_collations
+from proxy.unit_columns import inexact_equality
 from rewriter import PolicyError, TablePolicy
 from tests.integration.server import dpproxy, start, write_config
 from tests.proxy.test_unit_columns import _postgres_schema
@@ -107,7 +108,7 @@ def test_postgres_fails_only_on_a_row_for_two_non_default_collations(
         "d": None,
         "c": "C",
         "p": "POSIX",
-        "i": "ci",
+        "i": f"{pg_schema}.ci",  # named with its schema: not pg_catalog's
         "dd": None,
     }
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
@@ -121,6 +122,42 @@ def test_postgres_fails_only_on_a_row_for_two_non_default_collations(
             assert _fails_when_a_row_reaches(conn, left, right) == [False, False]
             only = {"t": {k: v for k, v in declared["t"].items() if k in (left, right, "x")}}
             check_text_collations(only, {"t": TablePolicy(public=True)})
+
+
+def test_collations_of_one_name_in_two_schemas_are_two(pg_dsn: str, pg_schema: str) -> None:
+    """s_a.ci and s_b.ci (both nondeterministic) are two collations to PostgreSQL, and a
+    user's s."C" is not pg_catalog's byte-wise "C": information_schema names them alike,
+    so dpproxy reads the collation's schema too (the check passed, and the comparison
+    failed only on the rows reaching it)."""
+    other = f"{pg_schema}_b"
+    ddl = [
+        f'CREATE SCHEMA "{other}"',
+        f'CREATE COLLATION "{pg_schema}".ci '
+        "(provider = icu, locale = 'und-u-ks-level2', deterministic = false)",
+        f'CREATE COLLATION "{other}".ci '
+        "(provider = icu, locale = 'und-u-ks-level2', deterministic = false)",
+        f'CREATE COLLATION "{other}"."C" '
+        "(provider = icu, locale = 'und-u-ks-level2', deterministic = false)",
+        f'CREATE TABLE t (x int, a text COLLATE "{pg_schema}".ci, b text COLLATE "{other}".ci, '
+        f'u text COLLATE "{other}"."C", d1 text, d2 text)',  # six: _fails_when_a_row_reaches
+    ]
+    try:
+        declared = _postgres_schema(pg_dsn, pg_schema, ddl)
+        assert declared["t"]["a"].collation != declared["t"]["b"].collation
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            conn.execute(f'SET search_path = "{pg_schema}"')
+            assert _fails_when_a_row_reaches(conn, "a", "b") == [False, True]
+        with pytest.raises(PolicyError, match=r"2 different collations"):
+            check_text_collations(
+                {"t": {k: declared["t"][k] for k in ("x", "a", "b")}},
+                {"t": TablePolicy(public=True)},
+            )
+        # A case-insensitive collation named "C" is no byte-wise "C" for a unit column.
+        assert declared["t"]["u"].collation == f"{other}.C"
+        assert inexact_equality(declared["t"]["u"]) is not None
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{other}" CASCADE')
 
 
 @pytest.fixture
