@@ -391,7 +391,11 @@ def _order(cell: tuple[object, ...]) -> tuple[tuple[bool, bool, str, object], ..
 
     def rank(v: object) -> tuple[bool, bool, str, object]:
         nan = isinstance(v, float) and math.isnan(v)
-        return (v is None, nan, type(v).__name__, 0 if v is None or nan else v)
+        # ints and floats by value together (a whole double is released as an int).
+        kind = (
+            "number" if isinstance(v, int | float) and not isinstance(v, bool) else type(v).__name__
+        )
+        return (v is None, nan, kind, 0 if v is None or nan else v)
 
     return tuple(rank(v) for v in cell)
 

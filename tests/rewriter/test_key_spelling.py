@@ -322,3 +322,13 @@ def test_the_order_of_released_groups_does_not_depend_on_unreleased_ones() -> No
             keys = tuple(repr(row[0]) for row in made.release(exact, ZeroNoise()).rows)
             orders.add(keys)
     assert orders == {("0.5", "2.5", "7.25", "nan", "None")}
+
+
+def test_released_double_keys_come_in_numeric_order() -> None:
+    """A whole double is released as an int: ints and floats are ordered by value
+    together (all fractions came before all whole numbers: -inf, 0.5, 1.5, inf, 1, 2)."""
+    made = plan(FLOAT_KEYS[0], catalog("main"), request("duckdb"))
+    values = [2.0, 1.5, math.inf, 0.5, -math.inf, 1.0, math.nan, None]
+    exact = [(value, 4, 4) for value in values]
+    keys = [row[0] for row in made.release(exact, ZeroNoise()).rows]
+    assert [repr(k) for k in keys] == ["-inf", "0.5", "1.0", "1.5", "2.0", "inf", "nan", "None"]
