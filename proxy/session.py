@@ -108,7 +108,6 @@ DEFAULT_PARAMETERS: dict[str, str] = {
 READ_ONLY_PARAMETERS = frozenset(
     {"server_encoding", "integer_datetimes", "transaction_read_only", "server_version"}
     | {"server_version_num", "max_identifier_length", "is_superuser", "in_hot_standby"}
-    | {"default_table_access_method"}
 )
 # Sent to the client (ParameterStatus) when they change, under PostgreSQL's names.
 REPORTED_PARAMETERS = {

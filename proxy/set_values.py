@@ -471,6 +471,8 @@ _ENUM_PARAMETERS: dict[str, dict[str, str]] = {
         style: style for style in ("postgres", "postgres_verbose", "sql_standard", "iso_8601")
     },
     "bytea_output": {"escape": "escape", "hex": "hex"},
+    # pg_dump sends SET default_table_access_method = heap; heap is the only one there is.
+    "default_table_access_method": {"heap": "heap"},
     **dict.fromkeys(
         ("default_transaction_isolation", "transaction_isolation"),
         {

@@ -131,8 +131,7 @@ def test_custom_parameters_are_limited_and_the_session_goes_on(server: RunningSe
 
 
 def test_pg_dump_s_settings_and_postgresql_s_defaults(server: RunningServer) -> None:
-    """pg_dump's preamble (less its set_config(), which dpproxy refuses, and its SET
-    default_table_access_method = heap, which dpproxy keeps read-only) is accepted;
+    """pg_dump's preamble (less its set_config(), which dpproxy refuses) is accepted;
     SHOW and RESET give PostgreSQL's defaults; another value is refused."""
     preamble = [
         "SET statement_timeout = 0",
@@ -145,6 +144,7 @@ def test_pg_dump_s_settings_and_postgresql_s_defaults(server: RunningServer) -> 
         "SET client_min_messages = warning",
         "SET row_security = off",
         "SET default_tablespace = ''",
+        "SET default_table_access_method = heap",
     ]
     with connect(server, options="-c exit_on_error=off") as conn:
         for sql in preamble:
@@ -154,6 +154,9 @@ def test_pg_dump_s_settings_and_postgresql_s_defaults(server: RunningServer) -> 
         assert conn.execute("SHOW transform_null_equals").fetchone() == ("off",)
         with pytest.raises(psycopg.errors.FeatureNotSupported, match="only xmloption = content"):
             conn.execute("SET xmloption = document")
+        with pytest.raises(psycopg.errors.InvalidParameterValue, match="Available values: heap"):
+            conn.execute("SET default_table_access_method = columnar")
+        assert conn.execute("SHOW default_table_access_method").fetchone() == ("heap",)
         row = conn.execute(
             "SELECT setting, unit, current_setting('work_mem'), "
             "current_setting('no.such', 'true') FROM pg_settings WHERE name = 'work_mem'"
