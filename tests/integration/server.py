@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import duckdb
 import psycopg
 
 from proxy.demo import ANALYST_TEMPLATE, CONFIG_TEMPLATE
@@ -170,3 +171,23 @@ def session_loop(
                 answered.append(1)
     except psycopg.OperationalError:
         return  # the server was killed
+
+
+def slow_visits_duckdb(path: Path) -> None:
+    """Make ``visits`` of the DuckDB file at ``path`` a view that takes minutes to read
+    (every row 10^8 times), for tests of cancels and timeouts."""
+    with duckdb.connect(str(path)) as conn:
+        conn.execute("ALTER TABLE visits RENAME TO visits_data")
+        conn.execute(
+            "CREATE VIEW visits AS SELECT v.* FROM visits_data v, range(100000000) AS r(i)"
+        )
+
+
+def slow_visits_postgres(dsn: str, schema: str) -> None:
+    """Make ``schema.visits`` a view that sleeps a minute before its first row."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"ALTER TABLE {schema}.visits RENAME TO visits_data")
+        conn.execute(
+            f"CREATE VIEW {schema}.visits AS SELECT v.* FROM {schema}.visits_data v "
+            "CROSS JOIN (SELECT pg_sleep(60)) AS s"
+        )

@@ -15,12 +15,18 @@ import uuid
 from collections.abc import Iterator
 from decimal import Decimal
 
-import duckdb
 import psycopg
 import pytest
 
 from proxy.demo_data import DemoSize, generate, load_postgres, write_duckdb
-from tests.integration.server import RunningServer, dpproxy, start, write_config
+from tests.integration.server import (
+    RunningServer,
+    dpproxy,
+    slow_visits_duckdb,
+    slow_visits_postgres,
+    start,
+    write_config,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -43,21 +49,12 @@ def server(
     if request.param == "postgres":
         dsn = request.getfixturevalue("pg_dsn")
         load_postgres(data, dsn, schema=SCHEMA)
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute(f"ALTER TABLE {SCHEMA}.visits RENAME TO visits_data")
-            conn.execute(
-                f"CREATE VIEW {SCHEMA}.visits AS SELECT v.* FROM {SCHEMA}.visits_data v "
-                "CROSS JOIN (SELECT pg_sleep(60)) AS s"
-            )
+        slow_visits_postgres(dsn, SCHEMA)
         backend = f'engine = "postgres"\ndsn = "{dsn}"\nschema = "{SCHEMA}"\n#'
     else:
         path = directory / "demo.duckdb"
         write_duckdb(data, path)
-        with duckdb.connect(str(path)) as conn:
-            conn.execute("ALTER TABLE visits RENAME TO visits_data")
-            conn.execute(
-                "CREATE VIEW visits AS SELECT v.* FROM visits_data v, range(100000000) AS r(i)"
-            )
+        slow_visits_duckdb(path)
     config = write_config(directory, backend=backend)
     text = config.read_text()
     if "statement_timeout_seconds = 60\n" not in text:

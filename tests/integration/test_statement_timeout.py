@@ -16,15 +16,20 @@ import time
 import uuid
 from collections.abc import Iterator
 from decimal import Decimal
-from pathlib import Path
 
-import duckdb
 import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 
 from proxy.demo_data import DemoSize, generate, load_postgres, write_duckdb
-from tests.integration.server import RunningServer, dpproxy, start, write_config
+from tests.integration.server import (
+    RunningServer,
+    dpproxy,
+    slow_visits_duckdb,
+    slow_visits_postgres,
+    start,
+    write_config,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -51,23 +56,6 @@ TIMED_OUT = "canceling statement due to statement timeout"
 Connection = psycopg.Connection[tuple[object, ...]]
 
 
-def slow_duckdb(path: Path) -> None:
-    with duckdb.connect(str(path)) as conn:
-        conn.execute("ALTER TABLE visits RENAME TO visits_data")
-        conn.execute(
-            "CREATE VIEW visits AS SELECT v.* FROM visits_data v, range(100000000) AS r(i)"
-        )
-
-
-def slow_postgres(dsn: str) -> None:
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(f"ALTER TABLE {SCHEMA}.visits RENAME TO visits_data")
-        conn.execute(
-            f"CREATE VIEW {SCHEMA}.visits AS SELECT v.* FROM {SCHEMA}.visits_data v "
-            "CROSS JOIN (SELECT pg_sleep(60)) AS s"
-        )
-
-
 @pytest.fixture(scope="module", params=["duckdb", "postgres"])
 def server(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
@@ -78,13 +66,13 @@ def server(
     if request.param == "postgres":
         dsn = request.getfixturevalue("pg_dsn")
         load_postgres(data, dsn, schema=SCHEMA)
-        slow_postgres(dsn)
+        slow_visits_postgres(dsn, SCHEMA)
         # One connection: a slow query holds it while another waits (see the test of a
         # query stopped while it is planned).
         backend = f'engine = "postgres"\ndsn = "{dsn}"\nschema = "{SCHEMA}"\npool_size = 1\n#'
     else:
         write_duckdb(data, directory / "demo.duckdb")
-        slow_duckdb(directory / "demo.duckdb")
+        slow_visits_duckdb(directory / "demo.duckdb")
     running = start(write_config(directory, backend=backend))
     yield running
     log = running.stop()

@@ -16,12 +16,19 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import duckdb
 import psycopg
 import pytest
 
 from proxy.demo_data import DemoSize, generate, load_postgres, write_duckdb
-from tests.integration.server import PSQL, RunningServer, dpproxy, start, write_config
+from tests.integration.server import (
+    PSQL,
+    RunningServer,
+    dpproxy,
+    slow_visits_duckdb,
+    slow_visits_postgres,
+    start,
+    write_config,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -40,23 +47,6 @@ def with_tls(config: Path, cert: Path, key: Path) -> Path:
     return config
 
 
-def slow_duckdb(path: Path) -> None:
-    with duckdb.connect(str(path)) as conn:
-        conn.execute("ALTER TABLE visits RENAME TO visits_data")
-        conn.execute(
-            "CREATE VIEW visits AS SELECT v.* FROM visits_data v, range(100000000) AS r(i)"
-        )
-
-
-def slow_postgres(dsn: str) -> None:
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(f"ALTER TABLE {SCHEMA}.visits RENAME TO visits_data")
-        conn.execute(
-            f"CREATE VIEW {SCHEMA}.visits AS SELECT v.* FROM {SCHEMA}.visits_data v "
-            "CROSS JOIN (SELECT pg_sleep(60)) AS s"
-        )
-
-
 @pytest.fixture(scope="module", params=["duckdb", "postgres"])
 def server(
     request: pytest.FixtureRequest,
@@ -69,11 +59,11 @@ def server(
     if request.param == "postgres":
         dsn = request.getfixturevalue("pg_dsn")
         load_postgres(data, dsn, schema=SCHEMA)
-        slow_postgres(dsn)
+        slow_visits_postgres(dsn, SCHEMA)
         backend = f'engine = "postgres"\ndsn = "{dsn}"\nschema = "{SCHEMA}"\n#'
     else:
         write_duckdb(data, directory / "demo.duckdb")
-        slow_duckdb(directory / "demo.duckdb")
+        slow_visits_duckdb(directory / "demo.duckdb")
     running = start(with_tls(write_config(directory, backend=backend), *certificate))
     yield running
     log = running.stop()
