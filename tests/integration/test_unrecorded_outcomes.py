@@ -111,8 +111,10 @@ def test_an_outcome_the_locked_store_could_not_record_is_recorded_once_it_can(
         assert statuses(setup.location) == [("reserved", 500_000_000)]
         assert list(setup.pipeline.unrecorded.pending) != []
         locks.close()  # the other process lets go
+        # Recorded in the store first, then dropped from those pending (once the retry
+        # resumes after its write): both, in time.
         await eventually(lambda: statuses(setup.location) == [("finished", 500_000_000)])
-        assert setup.pipeline.unrecorded.pending == {}
+        await eventually(lambda: setup.pipeline.unrecorded.pending == {})
         (record,) = await setup.ledger.records("alice", (Decision.FAILED,))
         assert record.reason == UNRECORDED_REASON and record.epsilon == Epsilon("0.5")
         assert record.rows is None and record.remaining == Epsilon("9.5")
