@@ -193,7 +193,7 @@ def test_a_stop_before_or_just_after_the_query_starts_is_not_lost() -> None:
             timer.start()
             with pytest.raises(CatalogQueryCanceled):
                 database.run_blocking(SLOW.format(n=100000), stop)
-            assert time.monotonic() - began < 0.5
+            assert time.monotonic() - began < PROMPT_SECONDS
         assert database.run_blocking("SELECT 42").rows == [(42,)]
     finally:
         database.close()
