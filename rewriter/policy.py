@@ -91,8 +91,10 @@ class ColumnPolicy(BaseModel):
         if self.domain is not None:
             if not self.domain:
                 raise ValueError("domain is empty; list the values or remove it")
-            if len(set(map(repr, self.domain))) != len(self.domain):
-                raise ValueError("domain lists a value twice")
+            if len(set(map(_domain_key, self.domain))) != len(self.domain):
+                raise ValueError(
+                    "domain lists a value twice (1 and 1.0, or 0.0 and -0.0, are one value)"
+                )
         return self
 
     @property
@@ -212,3 +214,15 @@ class TablePolicy(BaseModel):
                 '"<column> -> <table>.<column>"'
             )
         return column, table.strip(), referenced.strip()
+
+
+def _domain_key(value: object) -> tuple[str, object]:
+    """One key for the values of a domain that compare equal in the database: a whole
+    float is its int (1 and 1.0), -0.0 is 0, every NaN one; a bool is not a number."""
+    if isinstance(value, float):
+        if math.isnan(value):
+            return ("number", "nan")
+        return ("number", int(value) if value.is_integer() else value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return ("number", value)
+    return (type(value).__name__, value)
