@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections import OrderedDict
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, NamedTuple, TypeVar
 
@@ -27,6 +26,7 @@ from proxy.catalog.database import (
     QueryStop,
 )
 from proxy.catalog.pgtypes import result_type
+from proxy.catalog.recent import Recent
 from proxy.catalog.result_cache import RESULT_CACHE_SIZE, ResultCache
 from proxy.catalog.text import pg_text
 from proxy.catalog.translate import (
@@ -34,8 +34,10 @@ from proxy.catalog.translate import (
     CatalogRefused,
     SessionValues,
     Translation,
+    TranslationKey,
     cacheable,
     remembered_translation,
+    translation_key,
 )
 from proxy.pg_settings import parameters_key
 from proxy.responders import SessionContext, canceled, owned_canceled
@@ -70,7 +72,6 @@ class _Refusal(NamedTuple):
 #: refusal; remembered by statement, session values (the session's parameters by their
 #: key, pg_settings.parameters_key, never by themselves) and the values of $1, $2...
 _Outcome = Translation | _Refusal | None
-_OutcomeKey = tuple[str, str, str, str, str, tuple[str | None, ...]]
 
 
 class CatalogResponder:
@@ -93,7 +94,7 @@ class CatalogResponder:
         self._running = Workers(CATALOG_THREADS, "dpproxy-catalog")
         # Translations of short statements, looked up on the event loop (no thread for a
         # statement seen before). Kept for each analyst apart, as catalog_tree explains.
-        self._outcomes: OrderedDict[_OutcomeKey, _Outcome] = OrderedDict()
+        self._outcomes: Recent[TranslationKey, _Outcome] = Recent(PARSE_CACHE_SIZE)
 
     async def answer(self, sql: str, context: SessionContext) -> StatementResult | None:
         return await self.answer_with_parameters(sql, context, ())
@@ -179,19 +180,12 @@ class CatalogResponder:
         """The statement's translation (remembered_translation) or its refusal, computed
         on a worker thread unless remembered here; not awaited further once ``token``
         fires (the thread finishes on its own)."""
-        key: _OutcomeKey | None = None
+        key: TranslationKey | None = None
         if cacheable(sql, parameters):
-            key = (
-                sql,
-                session.user,
-                session.database,
-                session.version,
-                session.settings_key,
-                tuple(parameters),
-            )
-            if key in self._outcomes:
-                self._outcomes.move_to_end(key)
-                return self._outcomes[key]
+            key = translation_key(sql, session, parameters)
+            found, remembered = self._outcomes.get(key)
+            if found:
+                return remembered
         translating = self._translating
 
         async def translate(_: QueryStop) -> _Outcome:
@@ -199,9 +193,7 @@ class CatalogResponder:
 
         outcome = await _unless_canceled(token, translate)
         if key is not None:
-            self._outcomes[key] = outcome
-            if len(self._outcomes) > PARSE_CACHE_SIZE:
-                self._outcomes.popitem(last=False)
+            self._outcomes.put(key, outcome)
         return outcome
 
     def close(self) -> None:

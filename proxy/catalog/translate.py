@@ -11,8 +11,6 @@ literals of the tree, never pasted into text.
 from __future__ import annotations
 
 import functools
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -21,6 +19,7 @@ from sqlglot import TokenType, exp
 from sqlglot.errors import SqlglotError
 
 from proxy.catalog.functions import FUNCTIONS
+from proxy.catalog.recent import Recent
 from proxy.catalog.relations import (
     FUNCTIONS_SCHEMA,
     INFORMATION_SCHEMA,
@@ -138,35 +137,21 @@ def cacheable(sql: str, parameters: Sequence[str | None]) -> bool:
     return len(sql) + values <= CACHED_LENGTH
 
 
-_TranslationKey = tuple[str, str, str, str, str, tuple[str | None, ...]]
+#: A statement's translation is a pure function of these: the statement, the session
+#: values (the settings by their key, never by themselves: they may be many and long) and
+#: the values of $1, $2...
+TranslationKey = tuple[str, str, str, str, str, tuple[str | None, ...]]
 
 
-class _Translations:
-    """The translations of recent short catalog statements, by statement, session values
-    (the settings by their key, never by themselves: they may be many and long) and
-    values of $1, $2...; shared by the translating threads."""
-
-    def __init__(self, size: int) -> None:
-        self._size = size
-        self._lock = threading.Lock()
-        self._entries: OrderedDict[_TranslationKey, Translation | None] = OrderedDict()
-
-    def get(self, key: _TranslationKey) -> tuple[bool, Translation | None]:
-        with self._lock:
-            if key not in self._entries:
-                return False, None
-            self._entries.move_to_end(key)
-            return True, self._entries[key]
-
-    def put(self, key: _TranslationKey, translation: Translation | None) -> None:
-        with self._lock:
-            self._entries[key] = translation
-            self._entries.move_to_end(key)
-            while len(self._entries) > self._size:
-                self._entries.popitem(last=False)
+def translation_key(
+    sql: str, session: SessionValues, parameters: Sequence[str | None]
+) -> TranslationKey:
+    settings_key = session.settings_key or parameters_key(session.settings)
+    return (sql, session.user, session.database, session.version, settings_key, tuple(parameters))
 
 
-_TRANSLATIONS = _Translations(PARSE_CACHE_SIZE)
+#: The translations of recent short catalog statements, shared by the translating threads.
+_TRANSLATIONS: Recent[TranslationKey, Translation | None] = Recent(PARSE_CACHE_SIZE)
 
 
 def remembered_translation(
@@ -176,9 +161,7 @@ def remembered_translation(
     a pure function of the statement, the session values and the parameters)."""
     if not cacheable(sql, parameters) or catalog_tree(sql, session.user) is None:
         return translate(sql, session, parameters)
-    settings_key = session.settings_key or parameters_key(session.settings)
-    who = (session.user, session.database, session.version)
-    key: _TranslationKey = (sql, *who, settings_key, tuple(parameters))
+    key = translation_key(sql, session, parameters)
     found, translation = _TRANSLATIONS.get(key)
     if not found:
         translation = translate(sql, session, parameters)

@@ -164,10 +164,10 @@ def test_cache_keys_hold_a_digest_of_the_settings_not_the_settings(
         catalog_query = f"SELECT {count} AS q{count}"
         dp_query = f"SELECT COUNT(*) FROM patients WHERE birth_year > {1900 + count}"
         run(s, catalog_query, dp_query)
-        keys = [key for key in responder._outcomes if key[0] in (catalog_query, dp_query)]
+        keys = [key for key in responder._outcomes.kept() if key[0] in (catalog_query, dp_query)]
         assert [key[0] for key in keys] == [catalog_query, dp_query]
         outcomes[count] = [key_size(key) - len(key[0]) for key in keys]
-        remembered = translate_module._TRANSLATIONS._entries
+        remembered = translate_module._TRANSLATIONS.kept()
         [key] = [key for key in remembered if key[0] == catalog_query]
         translations[count] = [key_size(key) - len(key[0])]
     assert outcomes[0] == outcomes[MAX_CUSTOM_PARAMETERS], outcomes
