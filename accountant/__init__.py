@@ -31,6 +31,7 @@ from accountant.errors import (
     ReservationError,
     StateStoreError,
     UnknownAnalyst,
+    WriteOutcomeUnknown,
     ZcdpNeedsDelta,
 )
 from accountant.ledger import GlobalBudget
@@ -43,7 +44,8 @@ from accountant.records import (
     Decision,
     Reservation,
 )
-from accountant.store import RECOVERED_REASON, StateLocation, StateStore
+from accountant.store import RECOVERED_REASON, StateStore
+from accountant.store_base import StateLocation
 
 __all__ = [
     "ADMIN_ADDRESS",
@@ -81,4 +83,5 @@ __all__ = [
     "StateStoreError",
     "StoredAnalyst",
     "UnknownAnalyst",
+    "WriteOutcomeUnknown",
 ]

@@ -23,7 +23,7 @@ from typing import Any
 
 from accountant.budget import Epsilon, Rho, delta_of_units, delta_units
 from accountant.connection import Connection
-from accountant.records import AuditRecord, AuditVerification, Decision, iso
+from accountant.records import Attempt, AuditRecord, AuditVerification, Decision, iso
 from accountant.sqlite import GENESIS_HASH
 
 #: The columns covered by the hash, in table order.
@@ -143,6 +143,22 @@ def select(
         params.append(limit)
     rows = conn.execute(sql, params).fetchall()
     return [_to_record(dict(zip(_COLUMNS, row, strict=True))) for row in reversed(rows)]
+
+
+def find_refusal(conn: Connection, attempt: Attempt, decision: Decision) -> AuditRecord | None:
+    """The record of ``attempt`` refused with ``decision`` (nothing charged), if written."""
+    row = conn.execute(
+        _SELECT + " WHERE analyst = ? AND started_at = ? AND client_address = ? AND sql = ?"
+        " AND decision = ? AND reservation_id IS NULL ORDER BY id LIMIT 1",
+        (
+            attempt.analyst,
+            iso(attempt.started_at),
+            attempt.client_address,
+            attempt.sql,
+            decision.value,
+        ),
+    ).fetchone()
+    return None if row is None else _to_record(dict(zip(_COLUMNS, row, strict=True)))
 
 
 def verify(conn: Connection) -> AuditVerification:

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from decimal import Decimal
 
     from accountant.budget import Cost, Epsilon, NanoAmount
+    from accountant.records import Attempt
 
 #: The session setting an analyst uses to choose a query's ε (named in hints).
 EPSILON_SETTING = "dpproxy.epsilon"
@@ -204,6 +205,23 @@ class StateStoreError(AccountantError):
         self.fix = fix
         what = "state file" if isinstance(path, Path) else "state database"
         super().__init__(f"dpproxy {what} {path}: {problem}; {fix}")
+
+
+class WriteOutcomeUnknown(StateStoreError):
+    """The state store failed while a write was being committed: the connection to a
+    PostgreSQL state store was lost (or cut because the server stopped answering) after
+    COMMIT was sent, so the write may or may not stand.
+
+    ``attempt``: the attempt whose charge it was (set by ``StateStore.reserve``), else None.
+    Recording a refusal of that attempt later (``StateStore.record_refusal``) settles it:
+    a charge that stands is recorded as failed, else the refusal is recorded; one audit
+    record either way."""
+
+    def __init__(
+        self, path: Path | str, problem: str, fix: str, attempt: Attempt | None = None
+    ) -> None:
+        super().__init__(path, problem, fix)
+        self.attempt = attempt
 
 
 class UnknownAnalyst(AccountantError):

@@ -341,6 +341,17 @@ def find_open(conn: Connection, reservation_id: int | None = None) -> list[OpenR
     ]
 
 
+def find_charge(conn: Connection, attempt: Attempt, owner: str) -> tuple[int, int | None] | None:
+    """The id of the reservation ``owner`` made for ``attempt`` and the id of its audit
+    record (None while still 'reserved'), if there is one."""
+    row = conn.execute(
+        "SELECT id, audit_id FROM reservations WHERE analyst = ? AND owner = ?"
+        " AND started_at = ? AND client_address = ? AND sql = ? ORDER BY id LIMIT 1",
+        (attempt.analyst, owner, iso(attempt.started_at), attempt.client_address, attempt.sql),
+    ).fetchone()
+    return None if row is None else (int(row[0]), None if row[1] is None else int(row[1]))
+
+
 def finish(conn: Connection, reservation_id: int, audit_id: int) -> None:
     conn.execute(
         "UPDATE reservations SET status = 'finished', audit_id = ? WHERE id = ?",

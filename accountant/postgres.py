@@ -19,7 +19,16 @@ in SQLite; the audit hash chain is computed from the same values and verifies th
   process dies or its connection is lost, so recovery finishes only reservations whose
   owner's lock is free.
 - The schema is checked at every open: a schema holding other tables, or dpproxy tables
-  of another version, is refused with a message saying what to do.
+  of another version, is refused with a message saying what to do
+  (``accountant.postgres_schema``).
+- Bounded waits: PostgreSQL's own timeouts (``lock_timeout``, ``statement_timeout``) need
+  a server that answers, and TCP keepalives do not notice a peer that acknowledges packets
+  but never replies (a hung server, a stalled proxy or network path). Every operation (one
+  transaction, with the connection it may open first) therefore also has a deadline on
+  this side, the timeout plus a grace period (``accountant.deadline``): when it passes, a
+  watchdog thread shuts the socket down, the waiting call fails at once, the connection is
+  discarded (the next operation opens a new one) and the caller gets a StateStoreError
+  (:class:`~accountant.errors.WriteOutcomeUnknown` if COMMIT had been sent).
 
 Sessions need a direct connection or a pooler in *session* mode: advisory session locks
 and ``SET`` do not survive a transaction-mode pooler.
@@ -27,6 +36,7 @@ and ``SET`` do not survive a transaction-mode pooler.
 
 from __future__ import annotations
 
+import math
 import re
 import secrets
 import time
@@ -44,122 +54,15 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import TransactionStatus
 
 from accountant.connection import Connection, Cursor
-from accountant.errors import StateStoreError
-from accountant.sqlite import APPLICATION_ID, GENESIS_HASH, SCHEMA_VERSION
+from accountant.deadline import Deadline
+from accountant.errors import StateStoreError, WriteOutcomeUnknown
+from accountant.postgres_schema import prepare_schema
+from accountant.sqlite import APPLICATION_ID
 
 DEFAULT_SCHEMA = "dpproxy"
-APPLICATION = "dpproxy"
 #: The first advisory-lock key of dpproxy's write lock ("dppx"); the second is the schema's.
 LOCK_CLASS = APPLICATION_ID
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_$]{0,62}")
-
-#: The schema at version 3 (the SQLite file's version 3, which PostgreSQL started at).
-BASE_VERSION = 3
-_SCHEMA = f"""
-CREATE TABLE schema_version (
-    application TEXT NOT NULL CHECK (application = '{APPLICATION}'),
-    version INTEGER NOT NULL
-);
-CREATE TABLE reservations (
-    id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    analyst TEXT NOT NULL,
-    client_address TEXT NOT NULL,
-    sql TEXT NOT NULL,
-    started_at TEXT COLLATE "C" NOT NULL,
-    reserved_at TEXT COLLATE "C" NOT NULL,
-    epsilon_nano BIGINT NOT NULL CHECK (epsilon_nano >= 0),
-    rho_nano BIGINT NOT NULL DEFAULT 0 CHECK (rho_nano >= 0),
-    laplace_rho_nano BIGINT NOT NULL DEFAULT 0 CHECK (laplace_rho_nano >= 0),
-    remaining_nano BIGINT NOT NULL CHECK (remaining_nano >= 0),
-    owner TEXT NOT NULL,
-    status TEXT NOT NULL CHECK (status IN ('reserved', 'finished')),
-    audit_id BIGINT,
-    CHECK (epsilon_nano > 0 OR rho_nano > 0)
-);
-CREATE INDEX reservations_spent ON reservations (analyst, epsilon_nano, rho_nano);
-CREATE INDEX reservations_open ON reservations (status) WHERE status = 'reserved';
-CREATE INDEX reservations_time ON reservations (reserved_at);
-CREATE TABLE analysts (
-    name TEXT COLLATE "C" PRIMARY KEY,
-    verifier TEXT NOT NULL,
-    total_nano BIGINT NOT NULL CHECK (total_nano > 0),
-    default_nano BIGINT NOT NULL CHECK (default_nano > 0),
-    cap_nano BIGINT CHECK (cap_nano IS NULL OR cap_nano > 0),
-    reset_after BIGINT NOT NULL DEFAULT 0,
-    removed INTEGER NOT NULL DEFAULT 0 CHECK (removed IN (0, 1)),
-    created_at TEXT COLLATE "C" NOT NULL,
-    updated_at TEXT COLLATE "C" NOT NULL,
-    delta TEXT NOT NULL DEFAULT '0.000001',
-    mechanism TEXT NOT NULL DEFAULT 'laplace' CHECK (mechanism IN ('laplace', 'gaussian')),
-    period TEXT NOT NULL DEFAULT 'never'
-        CHECK (period IN ('never', 'daily', 'weekly', 'monthly'))
-);
-CREATE TABLE audit_log (
-    id BIGINT PRIMARY KEY,
-    time TEXT COLLATE "C" NOT NULL,
-    started_at TEXT COLLATE "C" NOT NULL,
-    analyst TEXT NOT NULL,
-    client_address TEXT NOT NULL,
-    sql TEXT NOT NULL,
-    decision TEXT NOT NULL,
-    reason TEXT,
-    epsilon_nano BIGINT NOT NULL,
-    remaining_nano BIGINT,
-    row_count BIGINT,
-    duration_ms DOUBLE PRECISION,
-    reservation_id BIGINT,
-    prev_hash TEXT NOT NULL,
-    hash TEXT NOT NULL,
-    actor TEXT,
-    rho_nano BIGINT
-);
-CREATE INDEX audit_log_time ON audit_log (time);
-CREATE INDEX audit_log_analyst_time ON audit_log (analyst, time);
-CREATE TABLE audit_head (
-    singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
-    last_id BIGINT NOT NULL,
-    last_hash TEXT NOT NULL
-);
-INSERT INTO audit_head (singleton, last_id, last_hash) VALUES (1, 0, '{GENESIS_HASH}');
-CREATE TABLE global_budget (
-    singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
-    total_nano BIGINT NOT NULL CHECK (total_nano > 0),
-    delta TEXT NOT NULL
-);
-CREATE TABLE answer_cache_epoch (
-    singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
-    epoch BIGINT NOT NULL
-);
-INSERT INTO answer_cache_epoch (singleton, epoch) VALUES (1, 0);
-CREATE FUNCTION refuse_change() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    RAISE EXCEPTION USING MESSAGE = TG_ARGV[0], ERRCODE = 'restrict_violation';
-END
-$$;
-CREATE TRIGGER reservations_no_delete BEFORE DELETE ON reservations
-    FOR EACH ROW EXECUTE FUNCTION refuse_change('charges are never deleted');
-CREATE TRIGGER reservations_no_truncate BEFORE TRUNCATE ON reservations
-    FOR EACH STATEMENT EXECUTE FUNCTION refuse_change('charges are never deleted');
-CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log
-    FOR EACH ROW EXECUTE FUNCTION refuse_change('the audit log is append-only');
-CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log
-    FOR EACH ROW EXECUTE FUNCTION refuse_change('the audit log is append-only');
-CREATE TRIGGER audit_log_no_truncate BEFORE TRUNCATE ON audit_log
-    FOR EACH STATEMENT EXECUTE FUNCTION refuse_change('the audit log is append-only');
-INSERT INTO schema_version (application, version) VALUES ('{APPLICATION}', {BASE_VERSION});
-"""
-
-#: Upgrades from version ``n - 1`` to ``n`` (the same changes as the SQLite migrations),
-#: applied in order inside the write transaction of the first open.
-MIGRATIONS: dict[int, str] = {
-    # Version 4: reservations may also charge δ (partition selection), ``delta_femto`` in
-    # whole 10⁻¹⁵ units; audit records carry it (NULL when zero, hashed only when set).
-    4: """
-ALTER TABLE reservations ADD COLUMN delta_femto BIGINT NOT NULL DEFAULT 0
-    CHECK (delta_femto >= 0);
-ALTER TABLE audit_log ADD COLUMN delta_femto BIGINT;
-""",
-}
 
 
 @dataclass(frozen=True)
@@ -276,34 +179,45 @@ def translate(name: str, exc: psycopg.Error) -> StateStoreError:
 
 
 class PostgresDatabase:
-    """One connection to the state schema: a store (an owner) or a read-only reader."""
+    """One connection to the state schema: a store (an owner) or a read-only reader.
 
-    def __init__(self, state: PostgresState, timeout: float, *, owner: bool) -> None:
+    Not for concurrent use: callers serialize operations (StateStore and StateReader each
+    hold a lock)."""
+
+    def __init__(
+        self, state: PostgresState, timeout: float, *, owner: bool, bounded: bool = True
+    ) -> None:
         self._state = state
         self._timeout = timeout
+        self._bounded_reads = bounded
         self._owner_key = secrets.randbits(63) if owner else None
         self._conn: psycopg.Connection[Any] | None = None
         self._closed = False
+        self._deadline = Deadline(str(state), timeout, enabled=bounded)
 
     @classmethod
     def open(cls, state: PostgresState, timeout: float) -> PostgresDatabase:
         """Connect as a new owner, creating or checking the schema."""
         db = cls(state, timeout, owner=True)
         try:
-            db._ensure_connected()
             with db.transaction(write=True):
-                db._prepare_schema(db._ensure_connected())
+                prepare_schema(db._ensure_connected(), state.schema, db.name)
         except BaseException:
             db.close()
             raise
         return db
 
     @classmethod
-    def open_reader(cls, state: PostgresState, timeout: float) -> PostgresDatabase:
-        """A connection that only reads (no owner, no schema changes)."""
-        db = cls(state, timeout, owner=False)
+    def open_reader(
+        cls, state: PostgresState, timeout: float, *, bounded: bool = True
+    ) -> PostgresDatabase:
+        """A connection that only reads (no owner, no schema changes). ``bounded=False``
+        (admin commands reading the whole audit log, which an interrupt stops): reads take
+        as long as they need, with neither statement_timeout nor a client-side deadline."""
+        db = cls(state, timeout, owner=False, bounded=bounded)
         try:
-            db._ensure_connected()
+            with db._deadline.operation(db._discard):
+                db._ensure_connected()
         except BaseException:
             db.close()
             raise
@@ -321,26 +235,41 @@ class PostgresDatabase:
 
     @contextmanager
     def transaction(self, *, write: bool, durable: bool = True) -> Iterator[Connection]:
-        conn = self._ensure_connected()
-        try:
-            if write:
-                conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
-                if not durable:  # committed without waiting for the WAL flush
-                    conn.execute("SET LOCAL synchronous_commit TO off")
-                conn.execute(
-                    "SELECT pg_advisory_xact_lock(%s::int4, %s::int4)", (LOCK_CLASS, self._lock)
-                )
-            else:
-                conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            yield _Adapter(conn)
-            conn.execute("COMMIT")
-        except BaseException as exc:
-            if not conn.broken and conn.info.transaction_status != TransactionStatus.IDLE:
-                with suppress(psycopg.Error):  # keep the original error, not the rollback's
-                    conn.execute("ROLLBACK")
-            if isinstance(exc, psycopg.Error):
-                raise translate(self.name, exc) from exc
-            raise
+        with self._deadline.operation(self._discard):
+            conn = self._ensure_connected()
+            committing = False
+            try:
+                if write:
+                    conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
+                    if not durable:  # committed without waiting for the WAL flush
+                        conn.execute("SET LOCAL synchronous_commit TO off")
+                    conn.execute(
+                        "SELECT pg_advisory_xact_lock(%s::int4, %s::int4)",
+                        (LOCK_CLASS, self._lock),
+                    )
+                else:
+                    conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                yield _Adapter(conn)
+                committing = True
+                conn.execute("COMMIT")
+            except BaseException as exc:
+                lost = conn.broken or conn.closed
+                if not lost and conn.info.transaction_status != TransactionStatus.IDLE:
+                    with suppress(psycopg.Error):  # keep the original error, not the rollback's
+                        conn.execute("ROLLBACK")
+                if not isinstance(exc, psycopg.Error):
+                    raise
+                error = self._translate(exc)
+                if lost:
+                    self._discard()
+                if committing and write and lost:
+                    raise WriteOutcomeUnknown(
+                        self.name,
+                        f"{error.problem}; the connection was lost after COMMIT was sent, so "
+                        "this write may or may not have been committed",
+                        error.fix,
+                    ) from exc
+                raise error from exc
 
     def owner_is_alive(self, owner: str) -> bool:
         """Try the owner's lock for the rest of this transaction: free means dead."""
@@ -355,10 +284,8 @@ class PostgresDatabase:
 
     def close(self) -> None:
         self._closed = True
-        if self._conn is not None:
-            with suppress(psycopg.Error):
-                self._conn.close()
-            self._conn = None
+        self._discard()
+        self._deadline.stop()
 
     # -- internals -----------------------------------------------------------------------
 
@@ -366,31 +293,61 @@ class PostgresDatabase:
     def _lock(self) -> int:
         return self._state.lock_key
 
+    def _translate(self, exc: psycopg.Error) -> StateStoreError:
+        """``translate``, saying so when the deadline cut the connection."""
+        cut = self._deadline.cut_error()
+        if cut is not None:
+            return cut
+        return translate(self.name, exc)
+
+    def _discard(self) -> None:
+        """Close the connection (if any); the next operation opens a new one."""
+        self._deadline.watch(None)
+        if self._conn is not None:
+            with suppress(psycopg.Error):
+                self._conn.close()
+            self._conn = None
+
     def _ensure_connected(self) -> psycopg.Connection[Any]:
         """The connection, opened again (with the same owner) if it was lost."""
         if self._closed:
             raise StateStoreError(self.name, "this store was closed", "open it again")
         if self._conn is not None and not self._conn.closed and not self._conn.broken:
             return self._conn
-        if self._conn is not None:
-            with suppress(psycopg.Error):
-                self._conn.close()
-            self._conn = None
+        self._discard()
         try:
             self._conn = self._connect()
         except psycopg.Error as exc:
-            raise translate(self.name, exc) from exc
+            raise self._translate(exc) from exc
+        except OSError as exc:  # (no descriptor left to watch it with)
+            raise StateStoreError(
+                self.name,
+                f"cannot watch a new connection ({exc})",
+                "raise the limit of open files of the user running dpproxy",
+            ) from exc
         return self._conn
 
     def _connect(self) -> psycopg.Connection[Any]:
         given = conninfo_to_dict(self._state.dsn)
         extra: dict[str, Any] = {}
-        if "connect_timeout" not in given:
-            extra["connect_timeout"] = max(2, round(min(self._timeout, 30)))
+        left = self._deadline.seconds_left()
+        if left <= 0:
+            raise StateStoreError(
+                self.name,
+                f"no time was left to connect within {self._deadline.limit:g} s",
+                "check the server and the network between them; dpproxy opens a new "
+                "connection at its next request",
+            )
+        # Within the operation's deadline (psycopg enforces it while connecting; libpq
+        # waits at least 2 s). A smaller connect_timeout in the dsn applies as given.
+        wanted = max(2, math.ceil(min(left, 30)))
+        if "connect_timeout" not in given or _connect_seconds(given) > wanted:
+            extra["connect_timeout"] = wanted
         if "application_name" not in given:
             extra["application_name"] = "dpproxy-state"
         conn = psycopg.connect(self._state.dsn, autocommit=True, **extra)
         try:
+            self._deadline.watch(conn)
             timeout = pg_sql.Literal(f"{max(1, round(self._timeout * 1000))}ms")
             conn.execute("SET synchronous_commit = on")
             conn.execute(pg_sql.SQL("SET lock_timeout = {}").format(timeout))
@@ -401,9 +358,10 @@ class PostgresDatabase:
             )
             if self._owner_key is not None:
                 self._lock_owner(conn)
-            else:  # a reader answers logins on the event loop: never wait long
+            elif self._bounded_reads:  # a reader answers logins: never wait long
                 conn.execute(pg_sql.SQL("SET statement_timeout = {}").format(timeout))
         except BaseException:
+            self._deadline.watch(None)
             conn.close()
             raise
         return conn
@@ -411,7 +369,7 @@ class PostgresDatabase:
     def _lock_owner(self, conn: psycopg.Connection[Any]) -> None:
         """Hold this owner's session lock (again, after a reconnection: a recovery may be
         probing it for a moment)."""
-        deadline = time.monotonic() + self._timeout
+        deadline = time.monotonic() + min(self._timeout, self._deadline.seconds_left() - 0.5)
         while True:
             row = conn.execute(
                 "SELECT pg_try_advisory_lock(%s::int8)", (self._owner_key,)
@@ -426,64 +384,11 @@ class PostgresDatabase:
                 )
             time.sleep(0.05)
 
-    def _prepare_schema(self, conn: psycopg.Connection[Any]) -> None:
-        """Create the schema and its tables if absent or empty; else check they are
-        dpproxy's, of this version (upgrading older ones). Inside the write lock, so
-        processes starting together create it once."""
-        schema = self._state.schema
-        exists = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,))
-        if exists.fetchone() is None:  # (IF NOT EXISTS would still need CREATE on the database)
-            conn.execute(pg_sql.SQL("CREATE SCHEMA {}").format(pg_sql.Identifier(schema)))
-        (tables,) = _one(
-            conn,
-            "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
-            " WHERE n.nspname = %s AND c.relkind IN ('r', 'p', 'v', 'm', 'f')",
-            schema,
-        )
-        if tables == 0:
-            conn.execute(_SCHEMA)
-            self._migrate(conn, BASE_VERSION)
-            return
-        (marked,) = _one(
-            conn,
-            "SELECT count(*) FROM information_schema.columns WHERE table_schema = %s"
-            " AND table_name = 'schema_version' AND column_name IN ('application', 'version')",
-            schema,
-        )
-        version = None
-        if marked == 2:
-            (version,) = _one(
-                conn, "SELECT max(version) FROM schema_version WHERE application = %s", APPLICATION
-            )
-        if version is None:
-            raise StateStoreError(
-                self.name,
-                "this schema holds other tables, not a dpproxy state store",
-                "set [state] schema to a new name (dpproxy creates it) or to dpproxy's own",
-            )
-        if BASE_VERSION <= version < SCHEMA_VERSION:
-            self._migrate(conn, version)
-        elif version != SCHEMA_VERSION:
-            newer = version > SCHEMA_VERSION
-            raise StateStoreError(
-                self.name,
-                f"its schema version is {version}, this dpproxy understands {SCHEMA_VERSION}",
-                "upgrade dpproxy" if newer else "restore the schema from a backup",
-            )
 
-    def _migrate(self, conn: psycopg.Connection[Any], version: int) -> None:
-        for target in range(version + 1, SCHEMA_VERSION + 1):
-            if target not in MIGRATIONS:
-                raise StateStoreError(
-                    self.name,
-                    f"this dpproxy cannot upgrade a PostgreSQL state store to version {target}",
-                    "report this as a bug in dpproxy",
-                )
-            conn.execute(MIGRATIONS[target])
-            conn.execute("UPDATE schema_version SET version = %s", (target,))
-
-
-def _one(conn: psycopg.Connection[Any], query: LiteralString, *params: Any) -> Any:
-    """The row of an aggregate query (which always returns one)."""
-    row = conn.execute(query, params).fetchone()
-    return (None,) if row is None else row
+def _connect_seconds(given: dict[str, Any]) -> float:
+    """The dsn's connect_timeout in seconds (0 or unreadable: no limit)."""
+    try:
+        seconds = float(given["connect_timeout"])
+    except (KeyError, TypeError, ValueError):
+        return math.inf
+    return seconds if seconds > 0 else math.inf

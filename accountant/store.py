@@ -14,6 +14,16 @@ Typical use by the query pipeline::
 
 and for attempts that cost nothing, ``store.record_refusal(attempt, ...)``.
 
+A charge whose commit outcome is unknown (a PostgreSQL state store lost, or stopped
+answering, after COMMIT was sent) raises WriteOutcomeUnknown and the store remembers the
+attempt: recording that attempt's refusal later settles it, with exactly one audit record
+(``accountant.in_doubt``). What each transaction writes for an attempt's outcome is
+``accountant.outcomes``'s.
+
+Read-only users (admin commands that only look) open the store with :meth:`open_reader`:
+its own read-only connection reads while another process holds the write lock. (Opening,
+and the transaction each method runs in, are ``accountant.store_base``'s.)
+
 Analysts and their budgets live here too (``accountant.analysts``): a reservation uses the
 budget as stored at that moment, read inside its own write transaction, so an admin's
 concurrent change can never let an analyst overspend. The budget a caller passes is used
@@ -22,29 +32,23 @@ only for analysts the store has never known.
 
 from __future__ import annotations
 
-import math
-import threading
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
-from pathlib import Path
-from types import TracebackType
-from typing import Self, TypeVar
 
-from accountant import analysts, audit, ledger
+from accountant import analysts, audit, ledger, outcomes
 from accountant.analysts import AdminChange, StoredAnalyst
 from accountant.budget import AnalystBudget, Cost, Epsilon, format_delta
 from accountant.connection import Connection, Database
 from accountant.errors import (
-    AccountantError,
     AnalystRemoved,
     InvalidAmount,
     ReservationError,
-    StateStoreError,
     UnknownAnalyst,
+    WriteOutcomeUnknown,
 )
-from accountant.postgres import PostgresDatabase, PostgresState
+from accountant.in_doubt import InDoubt, settle
+from accountant.outcomes import CachedAttempt, check_rows_and_duration
 from accountant.records import (
     CHARGED_DECISIONS,
     REFUSAL_DECISIONS,
@@ -55,91 +59,27 @@ from accountant.records import (
     Reservation,
     parse_decision,
     require_utc,
-    utc_now,
 )
-from accountant.sqlite_state import SqliteDatabase
-
-T = TypeVar("T")
-#: Where a state store lives: a SQLite file, or a schema in PostgreSQL.
-StateLocation = Path | PostgresState
+from accountant.store_base import StateLocation, StoreBase
 
 RECOVERED_REASON = "dpproxy stopped before the answer was released; the charge stands"
 
 
-@dataclass(frozen=True)
-class CachedAttempt:
-    """An attempt answered from the answer cache, to audit with
-    :meth:`StateStore.record_cached_many`: ``reason`` says which earlier answer was reused;
-    ``budget`` is used only for an analyst the store does not know."""
-
-    attempt: Attempt
-    reason: str
-    rows: int
-    duration_ms: float
-    budget: AnalystBudget | None
-
-
-class StateStore:
+class StateStore(StoreBase):
     """The ledger and audit log in a SQLite file or a PostgreSQL schema (:attr:`location`).
     Create with :meth:`open`."""
 
     def __init__(
-        self, location: StateLocation, db: Database, clock: Callable[[], datetime]
-    ) -> None:
-        self._location = location
-        self._db = db
-        self._clock = clock
-        self._lock = threading.Lock()
-
-    @classmethod
-    def open(
-        cls,
-        location: StateLocation,
-        *,
-        timeout: float = 30.0,
-        clock: Callable[[], datetime] = utc_now,
-    ) -> StateStore:
-        """Open the state store at ``location``, creating it (and its schema) if absent:
-        a SQLite file (a path), or a schema in PostgreSQL (:class:`PostgresState`).
-
-        ``timeout``: seconds a writer waits for other writers before giving up with
-        StateStoreError. ``clock``: the source of record times (tests inject one).
-        """
-        require_utc(clock(), "the store's clock")
-        if isinstance(location, PostgresState):
-            return cls(location, PostgresDatabase.open(location, timeout), clock)
-        path = Path(location)
-        return cls(path, SqliteDatabase.open(path, timeout), clock)
-
-    @property
-    def location(self) -> StateLocation:
-        """The SQLite file or the PostgreSQL schema this store was opened at."""
-        return self._location
-
-    @property
-    def path(self) -> Path:
-        """The SQLite file (StateStoreError for a store in PostgreSQL)."""
-        if not isinstance(self._location, Path):
-            raise StateStoreError(
-                self._db.name, "it is in PostgreSQL, not in a file", "use .location instead"
-            )
-        return self._location
-
-    def close(self) -> None:
-        """Close the store. Reservations still open are finished by a later recovery."""
-        with self._lock:
-            self._db.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
         self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
+        location: StateLocation,
+        db: Database,
+        clock: Callable[[], datetime],
+        *,
+        read_only: bool = False,
     ) -> None:
-        self.close()
+        super().__init__(location, db, clock, read_only=read_only)
+        #: Attempts whose charge or refusal may or may not have been committed.
+        self._in_doubt = InDoubt()
 
     # -- charges -------------------------------------------------------------------------
 
@@ -169,7 +109,12 @@ class StateStore:
                 conn, attempt, charge, current, owner=self._db.owner, now=self._now()
             )
 
-        return self._run(work)
+        try:
+            return self._run(work)
+        except WriteOutcomeUnknown as error:  # settled by record_refusal of the attempt
+            error.attempt = attempt
+            self._in_doubt.remember(attempt)
+            raise
 
     def complete(
         self,
@@ -182,7 +127,7 @@ class StateStore:
     ) -> AuditRecord:
         """Finish ``reservation`` with its outcome ('accepted' or 'failed') and audit it."""
         outcome = parse_decision(decision, CHARGED_DECISIONS, "a reservation's")
-        _check_rows_and_duration(rows, duration_ms)
+        check_rows_and_duration(rows, duration_ms)
 
         def work(conn: Connection) -> AuditRecord:
             found = ledger.find_open(conn, reservation.id)
@@ -191,8 +136,14 @@ class StateStore:
                     f"reservation {reservation.id} is unknown or already finished; "
                     "complete each reservation exactly once"
                 )
-            return self._finish(
-                conn, found[0], decision=outcome, reason=reason, rows=rows, duration_ms=duration_ms
+            return outcomes.finish(
+                conn,
+                found[0],
+                decision=outcome,
+                reason=reason,
+                rows=rows,
+                duration_ms=duration_ms,
+                now=self._now(),
             )
 
         return self._run(work)
@@ -209,28 +160,35 @@ class StateStore:
         """Audit an attempt that cost nothing ('rejected', 'over_budget', 'error', 'auth_failed').
 
         ``budget``: the analyst's budget, to record what remains (None: nothing recorded).
+        An attempt whose charge (or earlier refusal record) was in doubt (WriteOutcomeUnknown)
+        gets one record in all: its charge, if committed, is recorded as failed
+        (CHARGE_IN_DOUBT_REASON) and returned instead; a refusal already written is returned.
         """
         outcome = parse_decision(decision, REFUSAL_DECISIONS, "a refusal's")
-        _check_rows_and_duration(None, duration_ms)
+        check_rows_and_duration(None, duration_ms)
 
         def work(conn: Connection) -> AuditRecord:
-            remaining = self._remaining(conn, attempt.analyst, budget)
-            new = audit.NewRecord(
-                attempt.started_at,
-                attempt.analyst,
-                attempt.client_address,
-                attempt.sql,
-                outcome,
-                reason,
-                Epsilon.zero(),
-                remaining,
-                None,
-                duration_ms,
-                None,
+            if attempt in self._in_doubt:
+                settled = settle(conn, attempt, outcome, owner=self._db.owner, clock=self._now)
+                if settled is not None:
+                    return settled
+            return outcomes.refusal(
+                conn,
+                attempt,
+                decision=outcome,
+                reason=reason,
+                budget=budget,
+                duration_ms=duration_ms,
+                clock=self._now,
             )
-            return audit.append(conn, new, self._now())
 
-        return self._run(work, durable=False)
+        try:
+            record = self._run(work, durable=False)
+        except WriteOutcomeUnknown:  # a retry must not write it twice
+            self._in_doubt.remember(attempt)
+            raise
+        self._in_doubt.forget(attempt)
+        return record
 
     def record_cached(
         self,
@@ -257,56 +215,8 @@ class StateStore:
         the server groups the records of concurrent sessions). Each entry gets its record,
         or AnalystRemoved (and no record) if an admin removed its analyst."""
         for entry in entries:
-            _check_rows_and_duration(entry.rows, entry.duration_ms)
-
-        def work(conn: Connection) -> list[AuditRecord | AnalystRemoved]:
-            now = self._now()
-            known: dict[str, StoredAnalyst | None] = {}
-            results: list[AuditRecord | AnalystRemoved] = []
-            for entry in entries:
-                attempt = entry.attempt
-                if attempt.analyst not in known:  # cached answers change no spending
-                    known[attempt.analyst] = analysts.find(conn, attempt.analyst, now)
-                stored = known[attempt.analyst]
-                if stored is not None and stored.removed:
-                    results.append(AnalystRemoved(attempt.analyst, Epsilon.zero()))
-                    continue
-                remaining = (
-                    stored.remaining
-                    if stored is not None
-                    else self._remaining(conn, attempt.analyst, entry.budget)
-                )
-                new = audit.NewRecord(
-                    attempt.started_at,
-                    attempt.analyst,
-                    attempt.client_address,
-                    attempt.sql,
-                    Decision.CACHED,
-                    entry.reason,
-                    Epsilon.zero(),
-                    remaining,
-                    entry.rows,
-                    entry.duration_ms,
-                    None,
-                )
-                results.append(audit.append(conn, new, self._now()))
-            return results
-
-        return self._run(work, durable=False)
-
-    def _remaining(
-        self, conn: Connection, analyst: str, budget: AnalystBudget | None
-    ) -> Epsilon | None:
-        """What ``analyst`` has left in the current period: as stored, else from ``budget``
-        (an analyst the store does not know); None for a removed analyst or no budget."""
-        now = self._now()
-        stored = analysts.find(conn, analyst, now)
-        if stored is not None:
-            return None if stored.removed else stored.remaining
-        if budget is None:
-            return None
-        used = ledger.spent(conn, analyst, budget.delta, period=budget.period, now=now)
-        return budget.total.saturating_sub(used)
+            check_rows_and_duration(entry.rows, entry.duration_ms)
+        return self._run(lambda conn: outcomes.cached(conn, entries, self._now), durable=False)
 
     def clear_answer_cache(self, change: AdminChange) -> AuditRecord:
         """Make every running server forget its cached answers (e.g. after the data changed
@@ -336,13 +246,14 @@ class StateStore:
                 if stale.owner not in dead and self._db.owner_is_alive(stale.owner):
                     continue
                 dead.add(stale.owner)
-                self._finish(
+                outcomes.finish(
                     conn,
                     stale,
                     decision=Decision.FAILED,
                     reason=RECOVERED_REASON,
                     rows=None,
                     duration_ms=None,
+                    now=self._now(),
                 )
                 recovered += 1
             return recovered
@@ -483,60 +394,3 @@ class StateStore:
     def verify_audit(self) -> AuditVerification:
         """Recompute the hash chain: detects edited, deleted and truncated records."""
         return self._run(audit.verify, write=False)
-
-    # -- internals -----------------------------------------------------------------------
-
-    def _now(self) -> datetime:
-        return require_utc(self._clock(), "the store's clock")
-
-    def _finish(
-        self,
-        conn: Connection,
-        stored: ledger.OpenReservation,
-        *,
-        decision: Decision,
-        reason: str | None,
-        rows: int | None,
-        duration_ms: float | None,
-    ) -> AuditRecord:
-        attempt = stored.attempt
-        new = audit.NewRecord(
-            attempt.started_at,
-            attempt.analyst,
-            attempt.client_address,
-            attempt.sql,
-            decision,
-            reason,
-            stored.cost.epsilon,
-            stored.remaining_after,
-            rows,
-            duration_ms,
-            stored.id,
-            rho=stored.cost.rho,
-            delta=stored.cost.delta,
-        )
-        record = audit.append(conn, new, self._now())
-        ledger.finish(conn, stored.id, record.id)
-        return record
-
-    def _run(
-        self, work: Callable[[Connection], T], *, write: bool = True, durable: bool = True
-    ) -> T:
-        with self._lock, self._db.transaction(write=write, durable=durable) as conn:
-            try:
-                return work(conn)
-            except (ValueError, TypeError, KeyError) as exc:
-                if isinstance(exc, AccountantError):
-                    raise
-                raise StateStoreError(
-                    self._db.name,
-                    f"it holds a value dpproxy cannot read ({exc})",
-                    "run `dpproxy audit verify`; restore the file from a backup if damaged",
-                ) from exc
-
-
-def _check_rows_and_duration(rows: int | None, duration_ms: float | None) -> None:
-    if rows is not None and (isinstance(rows, bool) or not isinstance(rows, int) or rows < 0):
-        raise ValueError(f"rows must be a count of 0 or more, not {rows!r}")
-    if duration_ms is not None and not (math.isfinite(duration_ms) and duration_ms >= 0):
-        raise ValueError(f"duration_ms must be a finite number of 0 or more, not {duration_ms!r}")

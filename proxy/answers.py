@@ -30,17 +30,20 @@ DataVersion = Callable[[], Hashable]
 
 
 def duckdb_file_version(path: Path) -> DataVersion:
-    """The data version of a DuckDB file: (size, mtime) of the file and of its WAL."""
+    """The data version of a DuckDB file: the identity of the file and of its WAL (device,
+    inode, size, mtime and ctime: ``cp -p`` over it keeps size and mtime, not ctime)."""
 
     def version() -> Hashable:
-        found: list[tuple[int, int] | None] = []
+        found: list[tuple[int, ...] | None] = []
         for candidate in (path, path.with_name(path.name + ".wal")):
             try:
                 stat = candidate.stat()
             except FileNotFoundError:
                 found.append(None)
                 continue
-            found.append((stat.st_size, stat.st_mtime_ns))
+            found.append(
+                (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+            )
         return tuple(found)
 
     return version

@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from accountant import AccountantError, Attempt, Decision
+from accountant import AccountantError, Attempt, Decision, StateStoreError
 from proxy import __version__
-from proxy.pipeline import Asker, Pipeline
+from proxy.asker import Asker
+from proxy.pipeline import Pipeline
 from proxy.responders import Responder
 from proxy.seam import ClientInfo, QueryError
 from proxy.session import AnalystSession
@@ -76,10 +77,13 @@ class DpproxyApp:
 
     async def _record_authentication_failure(self, attempt: Attempt, reason: str) -> None:
         """The audit record of a failed login, written in the background (the client has
-        its answer already): a state store that cannot take it (locked, unreachable) is
-        logged in one line, never left as an unretrieved task exception."""
+        its answer already). A state store that cannot take it now (locked, unreachable)
+        gets it once it can be written (proxy.unrecorded); another failure is logged in one
+        line, never left as an unretrieved task exception."""
         try:
             await self._pipeline.ledger.refuse(attempt, Decision.AUTH_FAILED, reason, None)
+        except StateStoreError:
+            self._pipeline.unrecorded.refused(attempt, Decision.AUTH_FAILED, reason, None)
         except AccountantError as error:
             logger.error(
                 "the failed login of %r from %s is missing from the audit log: %s",

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
+import os
 import shlex
+import socket
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -14,7 +17,7 @@ from proxy import __version__
 from proxy.admin.common import CommandError, UsageError, read_password
 from proxy.admin.parser import add_admin_commands
 from proxy.backends import BackendError
-from proxy.demo import CONFIG_FILE, PostgresTarget, connection_banner, prepare
+from proxy.demo import CONFIG_FILE, PostgresTarget, connection_banner, prepare, served_database
 from proxy.demo_data import DEFAULT_SEED, MAX_PATIENTS
 from proxy.protocol.scram import make_verifier
 from proxy.runner import run
@@ -99,7 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--schema",
         default="public",
-        help="PostgreSQL schema for --postgres (default public)",
+        action=_Given,
+        help="PostgreSQL schema for --postgres (default public); only with --postgres",
     )
     demo.add_argument(
         "--no-serve",
@@ -118,6 +122,20 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     return parser
+
+
+class _Given(argparse.Action):
+    """Stores the value and notes that the option was given (``<dest>_given``)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[object] | None,
+        option_string: str | None = None,
+    ) -> None:
+        setattr(namespace, self.dest, values)
+        setattr(namespace, f"{self.dest}_given", True)
 
 
 def _port(text: str) -> int:
@@ -168,11 +186,21 @@ def _dispatch(args: argparse.Namespace, argv: Sequence[str]) -> int:
             update={k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
         )
         settings = settings.model_copy(update={"server": server})
+        # Before the state store is opened (and seeded, and audited): a failed start
+        # leaves nothing behind.
+        _check_listen(server.host, server.port, options="[server] host and port, or --host/--port")
         _serve(settings, banner=None)
         return 0
     if args.command == "demo":
         directory: Path = args.dir
+        if getattr(args, "schema_given", False) and args.postgres is None:
+            raise UsageError(
+                f"--schema {args.schema} applies only with --postgres DSN (the PostgreSQL schema "
+                "to load the demo into); add --postgres, or leave --schema out for the DuckDB demo"
+            )
         _check_host(args.host)  # before writing it into the demo's configuration
+        if not args.no_serve:  # before spending time on the data
+            _check_listen(args.host, args.port, options="--host and --port")
         prepare(
             directory,
             host=args.host,
@@ -216,10 +244,62 @@ def _check_host_syntax(host: str) -> None:
         raise UsageError(f"--host {problem}")
 
 
+def _check_listen(host: str, port: int, *, options: str) -> None:
+    """Refuse ``host``:``port`` unless the server can listen there: resolve it and bind a
+    socket to each of its addresses as asyncio.start_server does, then close them again.
+    ``options`` names where the address is set, for the message."""
+    try:
+        addresses = socket.getaddrinfo(
+            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+    except socket.gaierror as error:
+        reason = error.strerror or str(error)
+    except ValueError as error:  # a NUL character, or a name IDNA refuses (UnicodeError)
+        reason = str(error)
+    else:
+        for family, kind, protocol, _, address in dict.fromkeys(addresses):
+            try:
+                probe = socket.socket(family, kind, protocol)
+            except OSError:
+                continue  # a family this machine lacks: the server skips it too
+            with probe:
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                if family == socket.AF_INET6:
+                    probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                try:
+                    probe.bind(address)
+                except OSError as error:
+                    raise ConfigError(_bind_problem(host, port, error, options)) from None
+        return
+    raise ConfigError(
+        f"cannot listen on {host}: {reason}; it is neither an address nor a name this machine "
+        "can resolve: give an address such as 127.0.0.1, or 0.0.0.0 for every interface "
+        f"({options})"
+    )
+
+
+def _bind_problem(host: str, port: int, error: OSError, options: str) -> str:
+    reason = os.strerror(error.errno) if error.errno else str(error)
+    if error.errno == errno.EADDRINUSE:
+        fix = "stop what is using it, or choose another port"
+    elif error.errno == errno.EADDRNOTAVAIL:
+        fix = (
+            f"{host} is not an address of this machine: give one of its addresses, "
+            "127.0.0.1, or 0.0.0.0 for every interface"
+        )
+    elif error.errno in (errno.EACCES, errno.EPERM) and 0 < port < 1024:
+        fix = "ports below 1024 need privileges: choose a port from 1024 up"
+    else:
+        fix = "choose another address"
+    return f"cannot listen on {host}:{port}: {reason}; {fix} ({options})"
+
+
 def _serve(settings: Settings, banner: Path | None) -> None:
+    served = served_database(settings.backend)
+
     def ready(port: int) -> None:
         if banner is not None:
-            print(connection_banner(banner, settings.server.host, port), flush=True)
+            print(connection_banner(banner, served, settings.server.host, port), flush=True)
         else:
             print(f"dpproxy listening on {settings.server.host}:{port}", flush=True)
 

@@ -10,10 +10,12 @@ from pathlib import Path
 
 import duckdb
 import psycopg
+from psycopg.conninfo import conninfo_to_dict
 
 from proxy.admin.common import CommandError, UsageError
 from proxy.demo_data import TABLES, DemoSize, generate, load_postgres, summary, write_duckdb
 from proxy.protocol.scram import make_verifier
+from proxy.settings import BackendSettings
 
 DATABASE_FILE = "demo.duckdb"
 CONFIG_FILE = "dpproxy.toml"
@@ -285,10 +287,26 @@ def toml_escape(value: str) -> str:
     return "".join(out)
 
 
-def connection_banner(directory: Path, host: str, port: int) -> str:
+def served_database(backend: BackendSettings) -> str:
+    """What the server serves, for the banner: the DuckDB file, or the PostgreSQL server,
+    database and schema (never the password)."""
+    if backend.engine == "duckdb":
+        return str(backend.path)
+    try:
+        parts = conninfo_to_dict(backend.dsn or "")
+    except psycopg.Error:
+        parts = {}
+    user = f"{parts['user']}@" if parts.get("user") else ""
+    port = f":{parts['port']}" if parts.get("port") else ""
+    where = f"{user}{parts.get('host') or 'localhost'}{port}/{parts.get('dbname') or ''}"
+    return f"PostgreSQL postgresql://{where} (schema {backend.schema_or_default})"
+
+
+def connection_banner(directory: Path, served: str, host: str, port: int) -> str:
+    """What `dpproxy demo` prints once it listens; ``served`` is ``served_database``'s."""
     shown_host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host  # noqa: S104
     lines = [
-        f"dpproxy demo is serving {directory / DATABASE_FILE} on {shown_host}:{port}",
+        f"dpproxy demo is serving {served} on {shown_host}:{port}",
         "Connect as an analyst (demo passwords):",
     ]
     for a in DEMO_ANALYSTS:

@@ -30,7 +30,7 @@ from accountant import (
     StateStore,
     StoredAnalyst,
 )
-from accountant.store import CachedAttempt
+from accountant.outcomes import CachedAttempt
 from proxy.group_commit import GroupWriter
 
 T = TypeVar("T")

@@ -174,9 +174,15 @@ def _strtol_value(match: re.Match[str]) -> int:
     return -magnitude if match["sign"] == "-" else magnitude
 
 
-def invalid_value(name: str, value: str, hint: str | None) -> QueryError:
+def invalid_value(
+    name: str, value: str, hint: str | None = None, *, detail: str | None = None
+) -> QueryError:
+    """22023 for ``value`` of the parameter PostgreSQL spells ``name`` (DateStyle)."""
     return QueryError(
-        INVALID_PARAMETER_VALUE, f'invalid value for parameter "{name}": "{value}"', hint=hint
+        INVALID_PARAMETER_VALUE,
+        f'invalid value for parameter "{name}": "{value}"',
+        detail=detail,
+        hint=hint,
     )
 
 

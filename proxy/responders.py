@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from proxy.asker import Asker
 from proxy.backends import USER_REQUEST, CancelToken
 from proxy.ledger import AsyncLedger
-from proxy.pipeline import Asker
 from proxy.seam import ColumnDescription, QueryError, StatementResult
 from proxy.sqlstate import QUERY_CANCELED
 from rewriter import Catalog

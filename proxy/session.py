@@ -14,25 +14,22 @@ from typing import NamedTuple
 from accountant import AnalystBudget, Epsilon, InvalidAmount, Mechanism, Rho
 from accountant.budget import delta_units, format_delta, parse_delta
 from accountant.zcdp import laplace_rho_nano
-from proxy import __version__
+from proxy.asker import Asker
 from proxy.backends import STATEMENT_TIMEOUT, CancelToken
-from proxy.pg_settings import (
+from proxy.client_values import clean_application_name
+from proxy.parameter_checks import check_name, checked_value, refusal
+from proxy.parameter_table import (
     DEFAULTS,
-    FIXED,
-    FIXED_DEFAULTS,
-    LIST_PARAMETERS,
-    MAX_CUSTOM_PARAMETERS,
-    SETTINGS,
-    accepts,
-    check_name,
-    checked_setting,
+    READ_ONLY_PARAMETERS,
+    REPORTED_PARAMETERS,
+    SINGLE_VALUED,
     is_placeholder,
-    parameters_key,
-    refusal,
-    too_many_custom_parameters,
+    known,
 )
+from proxy.pg_settings import MAX_CUSTOM_PARAMETERS, parameters_key, too_many_custom_parameters
 from proxy.pg_values import on_off, parse_bool, time_seconds
-from proxy.pipeline import Asker, Pipeline, Report
+from proxy.pipeline import Pipeline
+from proxy.reporting import Report
 from proxy.responders import (
     SHOW_ALL_COLUMNS,
     OwnedStatementCanceled,
@@ -42,7 +39,7 @@ from proxy.responders import (
     show_all,
 )
 from proxy.seam import ColumnDescription, Notice, QueryError, StatementResult, TransactionStatus
-from proxy.set_values import checked_parameter, clean_application_name, read_set
+from proxy.set_statement import read_set
 from proxy.sqlstate import (
     ACTIVE_SQL_TRANSACTION,
     CANT_CHANGE_RUNTIME_PARAM,
@@ -55,7 +52,14 @@ from proxy.sqlstate import (
     UNDEFINED_OBJECT,
     WARNING,
 )
-from proxy.statements import Kind, SessionStatement, StatementSyntaxError, recognize, strip_sql
+from proxy.statements import (
+    Kind,
+    SessionStatement,
+    SeveralStatements,
+    StatementSyntaxError,
+    recognize,
+    strip_sql,
+)
 from rewriter.bias import CHECK_SHARE
 
 TEXT_OID = 25
@@ -70,54 +74,6 @@ DEFAULT_DELTA_FRACTION = Decimal(1000)
 REPORT_PARAMETER = "dpproxy.report"
 REPORTS: tuple[Report, ...] = ("notice", "columns")
 BIAS_CHECK_PARAMETER = "dpproxy.bias_check"
-
-# Parameters a client may SET and SHOW; they change nothing in how data is answered.
-DEFAULT_PARAMETERS: dict[str, str] = {
-    "application_name": "",
-    "bytea_output": "hex",
-    "client_encoding": "UTF8",
-    "client_min_messages": "notice",
-    "datestyle": "ISO, MDY",
-    "default_transaction_isolation": "read committed",
-    "default_transaction_read_only": "on",
-    "extra_float_digits": "1",
-    "idle_in_transaction_session_timeout": "0",
-    "integer_datetimes": "on",
-    "intervalstyle": "postgres",
-    "lc_messages": "C",
-    "lc_monetary": "C",
-    "lc_numeric": "C",
-    "lc_time": "C",
-    "lock_timeout": "0",
-    "search_path": '"$user", public',
-    "server_encoding": "UTF8",
-    "standard_conforming_strings": "on",
-    "statement_timeout": "0",
-    "timezone": "UTC",
-    "transaction_isolation": "read committed",
-    "transaction_read_only": "on",
-    # read only (clients ask for them with SHOW):
-    "server_version": f"15.0 (dpproxy {__version__})",
-    "server_version_num": "150000",
-    "max_identifier_length": "63",
-    "is_superuser": "off",
-    "in_hot_standby": "off",
-    "transaction_deferrable": "off",
-    "default_table_access_method": "heap",  # SQLAlchemy's table reflection asks for it
-}
-READ_ONLY_PARAMETERS = frozenset(
-    {"server_encoding", "integer_datetimes", "transaction_read_only", "server_version"}
-    | {"server_version_num", "max_identifier_length", "is_superuser", "in_hot_standby"}
-)
-# Sent to the client (ParameterStatus) when they change, under PostgreSQL's names.
-REPORTED_PARAMETERS = {
-    "application_name": "application_name",
-    "client_encoding": "client_encoding",
-    "datestyle": "DateStyle",
-    "default_transaction_read_only": "default_transaction_read_only",
-    "timezone": "TimeZone",
-    "intervalstyle": "IntervalStyle",
-}
 
 
 @dataclass(frozen=True)
@@ -160,10 +116,11 @@ class AnalystSession:
         self._database = database
         self._responders = responders
         self._status = TransactionStatus.IDLE
-        # PostgreSQL's planner and resource parameters (proxy.pg_settings) are kept and
-        # shown, and otherwise ignored; custom ones (myapp.tenant) join when first set.
-        # Changed only through _put_parameter and _restore, which drop the snapshot.
-        self._parameters = {**DEFAULTS, **FIXED_DEFAULTS, **DEFAULT_PARAMETERS}
+        # Every parameter of proxy.parameter_table (PostgreSQL's planner and resource
+        # ones are kept and shown, and otherwise ignored); custom ones (myapp.tenant) join
+        # when first set. Changed only through _put_parameter and _restore, which drop the
+        # snapshot.
+        self._parameters = dict(DEFAULTS)
         self._parameters["application_name"] = clean_application_name(application_name)
         self._snapshot: _Snapshot | None = None
         self._epsilon: Epsilon = asker.budget.default_per_query
@@ -324,6 +281,10 @@ class AnalystSession:
     def _recognize(self, sql: str) -> SessionStatement | None:
         try:
             statement = recognize(sql)
+        except SeveralStatements as error:
+            raise QueryError(
+                FEATURE_NOT_SUPPORTED, str(error), hint="send one statement per query"
+            ) from None
         except StatementSyntaxError as error:
             raise QueryError(SYNTAX_ERROR, str(error)) from None
         if self._status is TransactionStatus.FAILED and (
@@ -544,7 +505,7 @@ class AnalystSession:
             current = self._settings()
             self._restore(dataclasses.replace(current, **{field: getattr(defaults, field)}))
             return StatementResult(tag="RESET")
-        if name not in DEFAULT_PARAMETERS and not accepts(name):
+        if not known(name):
             raise _unknown(name)
         if name in READ_ONLY_PARAMETERS:
             raise QueryError(CANT_CHANGE_RUNTIME_PARAM, f'parameter "{name}" cannot be changed')
@@ -592,15 +553,12 @@ class AnalystSession:
         if name == BIAS_CHECK_PARAMETER:
             self._bias_check = parse_bias_check(value)
             return StatementResult(tag="SET")
-        if accepts(name):  # kept for SHOW, otherwise ignored
-            self._put_parameter(name, checked_setting(name, value))
-            return StatementResult(tag="SET")
-        if name not in DEFAULT_PARAMETERS:
+        if not known(name):
             raise _unknown(name)
         if name in READ_ONLY_PARAMETERS:
             raise QueryError(CANT_CHANGE_RUNTIME_PARAM, f'parameter "{name}" cannot be changed')
         self._put_parameter(
-            name, checked_parameter(name, value, self._parameters, self._defaults.parameters)
+            name, checked_value(name, value, self._parameters, self._defaults.parameters)
         )
         return StatementResult(tag="SET", parameter_status=self._report(name))
 
@@ -710,13 +668,8 @@ _DPPROXY_SETTINGS = frozenset(
     {EPSILON_PARAMETER, MECHANISM_PARAMETER, REPORT_PARAMETER, DELTA_PARAMETER}
     | {BIAS_CHECK_PARAMETER}
 )
-#: SET of these takes one value (proxy.set_values.read_set); others may be lists.
-_KNOWN_PARAMETERS = (
-    frozenset(DEFAULT_PARAMETERS)
-    | _DPPROXY_SETTINGS
-    | frozenset(SETTINGS)
-    | (frozenset(FIXED) - LIST_PARAMETERS)
-)
+#: SET of these takes one value (proxy.set_statement.read_set); others may be lists.
+_KNOWN_PARAMETERS = SINGLE_VALUED | _DPPROXY_SETTINGS
 _CLEANUP_KINDS = frozenset(
     {Kind.SAVEPOINT, Kind.RELEASE, Kind.ROLLBACK_TO, Kind.DISCARD, Kind.DEALLOCATE}
 )

@@ -6,23 +6,29 @@ paths are resolved against the directory of the configuration file.
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import math
 import os
 import re
 import socket
 import tomllib
+import types
 import unicodedata
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal, Self
+from typing import Literal, Self, Union, get_args, get_origin
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    ModelWrapValidatorHandler,
     ValidationError,
     field_validator,
     model_validator,
 )
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from accountant import AnalystBudget, Epsilon, InvalidAmount, Mechanism, Period, PostgresState
 from accountant.analysts import name_problem
@@ -330,6 +336,35 @@ class Settings(BaseModel):
     analysts: dict[str, AnalystSettings] = Field(default_factory=dict)
     tables: dict[str, TablePolicy] = Field(default_factory=dict)
 
+    @model_validator(mode="wrap")
+    @classmethod
+    def _check_value_types(
+        cls, data: object, handler: ModelWrapValidatorHandler[Settings]
+    ) -> Settings:
+        """Refuse values of the wrong TOML type, which pydantic would convert (``true`` to 1,
+        ``"10"`` to 10.0): each is reported with its key, together with the other problems
+        (those that the converted value caused are left out)."""
+        problems = value_type_problems(cls, data)
+        if not problems:
+            return handler(data)
+        errors = [
+            InitErrorDetails(type=PydanticCustomError("wrong_type", message), loc=loc, input=value)
+            for loc, message, value in problems
+        ]
+        try:
+            handler(data)
+        except ValidationError as error:
+            errors += [
+                InitErrorDetails(
+                    type=PydanticCustomError(item["type"], item["msg"]),
+                    loc=item["loc"],
+                    input=item["input"],
+                )
+                for item in error.errors()
+                if not any(_caused_by(item["loc"], loc) for loc, _, _ in problems)
+            ]
+        raise ValidationError.from_exception_data(cls.__name__, errors)
+
     @field_validator("analysts")
     @classmethod
     def _check_names(cls, value: dict[str, AnalystSettings]) -> dict[str, AnalystSettings]:
@@ -337,6 +372,24 @@ class Settings(BaseModel):
             problem = name_problem(name)
             if problem is not None:
                 raise ValueError(problem)
+        return value
+
+    @field_validator("tables")
+    @classmethod
+    def _check_unit_paths(cls, value: dict[str, TablePolicy]) -> dict[str, TablePolicy]:
+        problems = unit_path_problems(value)
+        if problems:
+            raise ValidationError.from_exception_data(
+                "tables",
+                [
+                    InitErrorDetails(
+                        type=PydanticCustomError("privacy_unit_path", problem),
+                        loc=(name, "privacy_unit"),
+                        input=value[name].privacy_unit,
+                    )
+                    for name, problem in problems.items()
+                ],
+            )
         return value
 
     def resolve_paths(self, base: Path) -> Settings:
@@ -348,6 +401,186 @@ class Settings(BaseModel):
             state = state.model_copy(update={"path": base / state.path})
         server = self.server.resolve_paths(base)
         return self.model_copy(update={"server": server, "backend": backend, "state": state})
+
+
+def unit_path_problems(tables: Mapping[str, TablePolicy]) -> dict[str, str]:
+    """What is wrong with the tables' privacy units that the configuration alone shows
+    (table name -> the problem): a blank unit, and a foreign-key path to a table without a
+    section, to a public table, or round a cycle. ``dpproxy config check`` and ``dpproxy
+    serve`` both load the file through this; what only the database can tell (the columns,
+    their types and keys) is checked when the server starts (rewriter.catalog)."""
+    by_key = {name.lower(): name for name in tables}
+    problems: dict[str, str] = {}
+    for name, policy in tables.items():
+        unit = policy.privacy_unit
+        if policy.public or unit is None:
+            continue
+        if not unit.strip():
+            problems[name] = (
+                "is blank: name the column identifying the person, or a foreign-key path "
+                '("<column> -> <table>.<column>")'
+            )
+            continue
+        link = policy.unit_link
+        if link is None:
+            continue
+        target = by_key.get(link[1].lower())
+        if target is None:
+            problems[name] = (
+                f'"{unit}": no table "{link[1]}" has a [tables.{link[1]}] section; the path must '
+                "reach a protected table of this file: add its section, or fix the name"
+            )
+        elif tables[target].public:
+            problems[name] = (
+                f'"{unit}": "{link[1]}" is public; the path must reach a protected table'
+            )
+    for name in tables:
+        if name in problems:
+            continue
+        path = [name]
+        link = tables[name].unit_link
+        while link is not None:
+            step = by_key.get(link[1].lower())
+            if step is None or step in problems:
+                break  # reported at that table
+            if step in path:
+                route = " -> ".join([*path, step])
+                problems[name] = (
+                    f'"{tables[name].privacy_unit}": the foreign-key paths form a cycle '
+                    f"({route}) and never reach a table whose privacy_unit is a column"
+                )
+                break
+            path.append(step)
+            link = None if tables[step].public else tables[step].unit_link
+    return problems
+
+
+#: A field's location in the configuration: section, name, key, ...
+_Location = tuple[str | int, ...]
+
+
+def value_type_problems(
+    model: type[BaseModel], data: object, where: _Location = ()
+) -> list[tuple[_Location, str, object]]:
+    """The values in ``data`` (a TOML table for ``model``, nested models included) whose
+    TOML type does not fit their field: (location, message, value). A boolean is never a
+    number, a number is written without quotes, numbers are finite, and a whole number
+    has no decimal point. Strings are accepted where a field is also a date (the bounds
+    of a date or timestamp column), unless they hold a number."""
+    if not isinstance(data, Mapping):
+        return []  # pydantic reports it
+    problems: list[tuple[_Location, str, object]] = []
+    for name, field in model.model_fields.items():
+        key = field.alias or name
+        if key not in data:
+            continue
+        value, loc = data[key], (*where, key)
+        annotation = field.annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            problems += value_type_problems(annotation, value, loc)
+        elif get_origin(annotation) is dict:
+            inner = get_args(annotation)[1]
+            if (
+                isinstance(inner, type)
+                and issubclass(inner, BaseModel)
+                and isinstance(value, Mapping)
+            ):
+                for entry, item in value.items():
+                    problems += value_type_problems(inner, item, (*loc, entry))
+        else:
+            problem = _value_type_problem(_scalar_types(annotation), value)
+            if problem is not None:
+                problems.append((loc, problem, value))
+    return problems
+
+
+def _scalar_types(annotation: object) -> frozenset[type]:
+    """The classes a field's annotation admits, None left out; none for a list or a table."""
+    origin = get_origin(annotation)
+    if origin is Union or origin is types.UnionType:
+        return frozenset().union(*(_scalar_types(arg) for arg in get_args(annotation)))
+    if origin is Literal:
+        return frozenset({str})
+    if origin is None and isinstance(annotation, type) and annotation is not type(None):
+        return frozenset({annotation})
+    return frozenset()
+
+
+def _value_type_problem(kinds: frozenset[type], value: object) -> str | None:
+    if bool in kinds:
+        if isinstance(value, bool):
+            return None
+        return f"expected true or false (a TOML boolean, without quotes), got {_shown(value)}"
+    if float in kinds:
+        dates = dt.date in kinds
+        expected = (
+            "expected a number (without quotes), or for a date or timestamp column a date "
+            "(2020-01-01) or date-time (2020-01-01T08:30:00)"
+            if dates
+            else "expected a number (without quotes)"
+        )
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"expected a finite number, got {value!r} (nan and inf are not allowed)"
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return None
+        if dates and isinstance(value, dt.date):
+            return None
+        if dates and isinstance(value, str) and not _holds_number(value):
+            return None  # an ISO date or date-time, read (or refused) by the column's policy
+        return f"{expected}, got {_shown(value)}{_fix(value)}"
+    if int in kinds:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return None
+        return f"expected a whole number (without quotes), got {_shown(value)}{_fix(value)}"
+    return None
+
+
+def _holds_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _shown(value: object) -> str:
+    """A TOML value as the file writes it, with its type."""
+    if isinstance(value, bool):
+        return f"{str(value).lower()} (a boolean)"
+    if isinstance(value, str):
+        shown = json.dumps(value if len(value) <= 40 else value[:40] + "…", ensure_ascii=False)
+        return f"{shown} (a string)"
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return repr(value)
+        return f"{value!r} (a number with a decimal point)"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, dt.datetime):
+        return f"{value.isoformat()} (a date-time)"
+    if isinstance(value, dt.date):
+        return f"{value.isoformat()} (a date)"
+    if isinstance(value, dt.time):
+        return f"{value.isoformat()} (a time of day)"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, Mapping):
+        return "a table"
+    return type(value).__name__
+
+
+def _fix(value: object) -> str:
+    if isinstance(value, bool):
+        return "; true and false are not numbers"
+    if isinstance(value, str) and _holds_number(value):
+        return "; write the number without quotes"
+    return ""
+
+
+def _caused_by(loc: _Location, problem: _Location) -> bool:
+    """Whether pydantic's error at ``loc`` is about the value refused at ``problem`` (or
+    about the table holding it, which pydantic checked with the converted value)."""
+    return loc[: len(problem)] == problem or loc == problem[:-1]
 
 
 def config_path(explicit: str | None) -> Path:

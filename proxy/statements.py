@@ -43,8 +43,18 @@ class StatementSyntaxError(Exception):
     """A session statement that could not be understood; the message says the right form."""
 
 
+class SeveralStatements(StatementSyntaxError):
+    """A session statement followed by another in one query (``SET a = 1; SELECT 1``):
+    refused as the rewriter refuses several statements in one query."""
+
+    def __init__(self) -> None:
+        super().__init__("expected one statement, got several")
+
+
 _TOKEN = re.compile(
-    r"\s*(?:(?P<quoted>'(?:[^']|'')*')|(?P<ident>\"(?:[^\"]|\"\")*\")"
+    # An escape string E'…' (backslash escapes) is one token, read by set_statement.
+    r"\s*(?:(?P<escaped>[Ee]'(?:[^'\\]|\\.|'')*')"
+    r"|(?P<quoted>'(?:[^']|'')*')|(?P<ident>\"(?:[^\"]|\"\")*\")"
     r"|(?P<word>[A-Za-z_][A-Za-z0-9_$.]*)|(?P<number>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
     r"|(?P<symbol>[=,]))"
 )
@@ -129,6 +139,8 @@ def _tokens(text: str) -> list[str]:
             rest = text[position:].strip()
             if not rest:
                 break
+            if rest.startswith(";"):
+                raise SeveralStatements
             raise StatementSyntaxError(f"cannot read {rest[:20]!r}")
         tokens.append(match.group(match.lastgroup or "word"))
         position = match.end()

@@ -51,6 +51,7 @@ async def check_unit_keys(
         if found is KeyCheck.VERIFIED:
             notes.append(
                 f"{table}.{column} (referenced by {name}) has no declared key; its rows were "
-                "checked to be unique, and the file cannot change while dpproxy has it open"
+                "checked to be unique; a changed file is used only after a restart, which checks "
+                "them again"
             )
     return notes

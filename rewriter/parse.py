@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import logging
+
 import sqlglot
-from sqlglot import exp
+from sqlglot import TokenType, exp
 from sqlglot.errors import ParseError, TokenError
 
 from rewriter.errors import Rejected
 
 MAX_SQL_LENGTH = 100_000
+
+# sqlglot logs the text of a statement it reads only in part ("… contains unsupported
+# syntax"), as a WARNING, up to three times: an analyst's SQL, which may hold a secret
+# (ALTER USER … PASSWORD '…'), never reaches the server's log that way.
+logging.getLogger("sqlglot").disabled = True
 
 
 def parse_statement(sql: str) -> exp.Expr:
@@ -34,6 +41,13 @@ def parse_statement(sql: str) -> exp.Expr:
             f"expected one statement, got {len(statements)}",
             hint="send one statement per query",
         )
+    cut = _cut_interval(sql)
+    if cut is not None:
+        raise Rejected(
+            f"INTERVAL '{cut}' is not supported: dpproxy reads an interval's text as numbers "
+            "each followed by its unit",
+            hint="write it so: INTERVAL '1 day 2 hours 30 minutes'",
+        )
     statement = statements[0]
     for node in statement.walk():
         node.comments = None  # the analyst's comments never reach the database
@@ -43,16 +57,44 @@ def parse_statement(sql: str) -> exp.Expr:
     return statement
 
 
+def _cut_interval(sql: str) -> str | None:
+    """The text of an ``INTERVAL '…'`` that sqlglot reads as its first number and unit
+    alone: ``INTERVAL '-1 day 02:00'`` as ``INTERVAL '-1' DAY``, silently another query
+    (it keeps the text whole when it finds several numbers with units, or none)."""
+    if "interval" not in sql.lower():
+        return None
+    tokens = sqlglot.tokenize(sql, read="postgres")  # read once already by the parse
+    for token, text in zip(tokens, tokens[1:], strict=False):
+        if token.token_type != TokenType.INTERVAL or text.token_type != TokenType.STRING:
+            continue
+        parts = exp.INTERVAL_STRING_RE.findall(text.text)
+        if len(parts) == 1 and exp.INTERVAL_STRING_RE.fullmatch(text.text) is None:
+            return text.text
+    return None
+
+
 def _syntax_message(error: ParseError | TokenError) -> str:
-    """PostgreSQL's words where sqlglot's name its own classes ("Required keyword:
-    'expression' missing for <class 'sqlglot.expressions.core.GT'>")."""
-    found = error.errors[0] if isinstance(error, ParseError) and error.errors else None
-    text = str(error).splitlines()[0] if str(error) else ""
-    if found is None or "<class" not in str(found.get("description", "")):
+    """PostgreSQL's words: ``syntax error at or near "…"`` where sqlglot names its own
+    classes or tokens ("Required keyword: 'expression' missing for <class …>", "Expected
+    table name but got <Token …>"); sqlglot's own description where it is readable."""
+    if isinstance(error, TokenError):
+        return (
+            "syntax error: a quoted string, quoted identifier, comment or dollar-quoted "
+            "string is not closed"
+        )
+    found = error.errors[0] if error.errors else None
+    if found is None:
+        text = str(error).splitlines()[0] if str(error) else ""
         return f"syntax error: {text}" if text else "syntax error"
+    description = str(found.get("description") or "")
     near = str(found.get("highlight") or "").strip()
     where = f"line {found.get('line')}, column {found.get('col')}"
-    return f'syntax error at or near "{near}" ({where})' if near else f"syntax error ({where})"
+    if "<Token" in description and "SENTINEL" in description:
+        return f"syntax error at end of input ({where})"
+    message = f'syntax error at or near "{near}" ({where})' if near else f"syntax error ({where})"
+    if description and "<" not in description and "Invalid expression" not in description:
+        message += f": {description[0].lower()}{description[1:]}"
+    return message
 
 
 #: The token positions sqlglot's parser records in a node's meta: unused by the rewriter

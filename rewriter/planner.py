@@ -45,6 +45,8 @@ PASSES = (
     "measurements: integer measurements with per-unit bounds (fixed-point grid for reals)",
     "bound_per_unit: per-unit partials, at most max_groups_per_unit groups per unit, clamped,"
     " summed across units",
+    "eager_partials: partials summed per unit before the joins that only hang off the unit"
+    " (bound_per_unit): the same numbers, without joining every row",
     "bias_checks: with SET dpproxy.bias_check = on, counts of the persons whose values"
     " were clamped or rows cut, computed beside the partials (bound_per_unit)",
     "post_process: select list, HAVING, ORDER BY, LIMIT over the released values",

@@ -18,6 +18,10 @@ from rewriter.errors import Rejected
 #: Set (``exp.Table.meta``) on the tables an inlined row-level subquery leaves in its
 #: place (rewriter.passes.subqueries): a Source built from one is ``hidden``.
 INLINED = "dpproxy_inlined"
+#: Set (``exp.Expr.meta``) on the expression an inlined row-level subquery puts in place
+#: of a column: the column as the analyst wrote it (``s.pid``), for the labels of the
+#: accuracy report (rewriter.passes.aggregates), which name what the analyst wrote.
+WRITTEN = "dpproxy_written"
 
 
 @dataclass(frozen=True)

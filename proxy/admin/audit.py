@@ -18,7 +18,7 @@ from proxy.admin.common import (
     FORMATS,
     CommandError,
     emit,
-    open_store,
+    open_reader,
     parse_time,
     printable,
     render,
@@ -90,7 +90,7 @@ def records(settings: Settings, args: argparse.Namespace, command: str) -> list[
     since = None if args.since is None else parse_time(args.since)
     until = None if args.until is None else parse_time(args.until)
     decisions = tuple(Decision(d) for d in args.decision or ())
-    with open_store(settings, command, seed_config=False) as store:
+    with open_reader(settings, command) as store:
         return store.audit_records(
             analyst=args.analyst, since=since, until=until, decisions=decisions
         )
@@ -108,7 +108,7 @@ def audit_show(settings: Settings, args: argparse.Namespace, command: str) -> in
     missing = f"no audit record {args.id}; `dpproxy audit list` shows the ids"
     if args.id > MAX_RECORD_ID:
         raise CommandError(f"{missing} (they are at most {MAX_RECORD_ID})")
-    with open_store(settings, command, seed_config=False) as store:
+    with open_reader(settings, command) as store:
         found = store.audit_records(record_id=args.id)
     if not found:
         raise CommandError(missing)
@@ -142,7 +142,7 @@ def audit_export(settings: Settings, args: argparse.Namespace, command: str) -> 
 
 
 def audit_verify(settings: Settings, args: argparse.Namespace, command: str) -> int:
-    with open_store(settings, command, seed_config=False) as store:
+    with open_reader(settings, command) as store:
         result = store.verify_audit()
     if result.intact:
         print(f"audit log intact: {result.records} records, hash chain verified")

@@ -48,6 +48,34 @@ def open_store(settings: Settings, command: str, *, seed_config: bool = True) ->
     return store
 
 
+def open_reader(settings: Settings, command: str, *, seed_config: bool = False) -> StateStore:
+    """Open the state store to read only (for commands that only look): it reads while
+    another process holds the write lock, as SQLite's WAL and PostgreSQL let readers do.
+    A store not created (or upgraded) yet is opened as by open_store. With ``seed_config``,
+    the configuration's [analysts] the store has never known are added first (a write,
+    only when there are such analysts)."""
+    location = settings.state.location
+    if isinstance(location, Path) and not location.parent.is_dir():
+        raise CommandError(
+            f"{location}: its directory does not exist; create it or fix [state] path"
+        )
+    # Not bounded: reading a long audit log may take a while (Ctrl-C stops it).
+    store = StateStore.open_reader(
+        location, timeout=settings.state.lock_timeout_seconds, bounded=False
+    )
+    if not seed_config:
+        return store
+    try:
+        known = {a.name for a in store.analysts(include_removed=True)}
+    except BaseException:
+        store.close()
+        raise
+    if known.issuperset(settings.analysts):
+        return store
+    store.close()
+    return open_store(settings, command)
+
+
 def change(command: str) -> AdminChange:
     return AdminChange(actor=current_actor(), command=command)
 

@@ -77,14 +77,14 @@ def _warnings(settings: Settings) -> list[str]:
     stored = None
     if not isinstance(location, Path):
         try:  # (creates the schema if it is not there yet, as the server would)
-            with StateStore.open(location, timeout=5) as store:
+            with StateStore.open_reader(location, timeout=5) as store:
                 stored = store.analysts(include_removed=True)
         except StateStoreError as error:
             notes.append(f"[state] dsn: {error}")
     elif not location.parent.is_dir():
         notes.append(f"[state] path: directory {location.parent} does not exist")
     elif location.exists():
-        with StateStore.open(location) as store:
+        with StateStore.open_reader(location, timeout=settings.state.lock_timeout_seconds) as store:
             stored = store.analysts(include_removed=True)
     if stored is not None:
         notes += differences(settings, [a for a in stored if not a.removed])

@@ -29,7 +29,15 @@ from accountant import (
 )
 from accountant.analysts import name_problem
 from accountant.budget import DEFAULT_DELTA, budget_delta, budget_epsilon
-from proxy.admin.common import UsageError, change, emit, open_store, read_password, render
+from proxy.admin.common import (
+    UsageError,
+    change,
+    emit,
+    open_reader,
+    open_store,
+    read_password,
+    render,
+)
 from proxy.protocol.scram import make_verifier
 from proxy.settings import Settings
 
@@ -197,7 +205,7 @@ def analyst_passwd(settings: Settings, args: argparse.Namespace, command: str) -
 
 
 def analyst_list(settings: Settings, args: argparse.Namespace, command: str) -> int:
-    with open_store(settings, command) as store:
+    with open_reader(settings, command, seed_config=True) as store:
         rows = [_row(a) for a in store.analysts()]
     fmt = "json" if args.json else "table"
     if fmt == "table":
@@ -211,7 +219,7 @@ def analyst_list(settings: Settings, args: argparse.Namespace, command: str) -> 
 
 
 def budget_show(settings: Settings, args: argparse.Namespace, command: str) -> int:
-    with open_store(settings, command) as store:
+    with open_reader(settings, command, seed_config=True) as store:
         if args.analyst is not None:
             rows = [_budget_row(_active(store, args.analyst))]
         else:
@@ -302,6 +310,10 @@ def budget_global(settings: Settings, args: argparse.Namespace, command: str) ->
         )
     if total is not None and total.is_zero():
         raise InvalidAmount("the global total must be greater than 0; nothing was changed")
+    if not args.none and total is None:  # only show it
+        with open_reader(settings, command) as store:
+            _show_global(store)
+        return 0
     with open_store(settings, command) as store:
         if args.none:
             record = store.set_global_budget(None, change(command))
@@ -311,17 +323,21 @@ def budget_global(settings: Settings, args: argparse.Namespace, command: str) ->
             cap_delta = DEFAULT_DELTA if args.delta is None else args.delta
             record = store.set_global_budget(GlobalBudget(total, cap_delta), change(command))
             print(f"{record.reason} (audit record {record.id})")
-        current = store.global_budget()
-        if current is None:
-            print("no global budget: only each analyst's own budget applies")
-            return 0
-        spent = store.global_spent(current.delta)
-        print(
-            f"global budget: ε={current.total.plain} at δ={format_delta(current.delta)} over all "
-            f"analysts; {spent.plain} spent (all charges ever), "
-            f"{current.total.saturating_sub(spent).plain} left"
-        )
+        _show_global(store)
     return 0
+
+
+def _show_global(store: StateStore) -> None:
+    current = store.global_budget()
+    if current is None:
+        print("no global budget: only each analyst's own budget applies")
+        return
+    spent = store.global_spent(current.delta)
+    print(
+        f"global budget: ε={current.total.plain} at δ={format_delta(current.delta)} over all "
+        f"analysts; {spent.plain} spent (all charges ever), "
+        f"{current.total.saturating_sub(spent).plain} left"
+    )
 
 
 def cache_clear(settings: Settings, args: argparse.Namespace, command: str) -> int:

@@ -13,7 +13,7 @@ from html import escape
 from pathlib import Path
 
 from accountant import AuditRecord, AuditVerification, Decision, StoredAnalyst, format_delta
-from proxy.admin.common import CommandError, open_store, parse_time
+from proxy.admin.common import CommandError, open_reader, parse_time
 from proxy.settings import Settings
 
 WIDTH, HEIGHT, PAD = 640, 200, 44
@@ -47,7 +47,7 @@ def report(settings: Settings, args: argparse.Namespace, command: str) -> int:
         None if args.since is None else parse_time(args.since),
         None if args.until is None else parse_time(args.until),
     )
-    with open_store(settings, command, seed_config=False) as store:
+    with open_reader(settings, command) as store:
         analysts = store.analysts()
         records = store.audit_records(since=period.since, until=period.until)
         verification = store.verify_audit()

@@ -19,6 +19,17 @@ class QueryCanceled(BackendError):
     """The query was stopped by a cancel request."""
 
 
+class NotReady(BackendError):
+    """The engine cannot run a query now, found by ``Backend.ready`` before the charge (the
+    database cannot be reached, the DuckDB file cannot be read, or it changed in a way that
+    only a restart of dpproxy can take in: ``needs_restart``). Its text is for the server
+    log; the analyst is told that nothing was charged (proxy.pipeline)."""
+
+    def __init__(self, message: str, *, needs_restart: bool = False) -> None:
+        super().__init__(message)
+        self.needs_restart = needs_restart
+
+
 #: Why a statement was stopped, as PostgreSQL words it ("canceling statement due to …").
 USER_REQUEST = "user request"
 STATEMENT_TIMEOUT = "statement timeout"
@@ -64,7 +75,7 @@ class KeyCheck(enum.Enum):
     """Whether a column referenced by a foreign-key path holds each value at most once."""
 
     DECLARED = "a PRIMARY KEY, UNIQUE constraint or unique index keeps it unique"
-    VERIFIED = "its rows are unique now, and cannot change while dpproxy has the file open"
+    VERIFIED = "its rows are unique now; a file changed afterwards is not used before a restart"
     DUPLICATED = "a value occurs in more than one row"
     UNENFORCED = "nothing keeps it unique: no PRIMARY KEY, UNIQUE constraint or unique index"
 
@@ -77,6 +88,13 @@ class Backend(Protocol):
 
     async def schema_declared(self, schema: str) -> Schema:
         """table -> column -> declared type, from the catalog only (never the data)."""
+        ...
+
+    async def ready(self, token: CancelToken) -> None:
+        """Make sure the engine can run the next query, before it is charged: reopen a
+        DuckDB file that was replaced or rewritten since it was opened, have a live
+        PostgreSQL connection at hand. Raises NotReady if it cannot (nothing is charged
+        then), or QueryCanceled if ``token`` fired meanwhile."""
         ...
 
     async def fetch_all(self, sql: str, token: CancelToken) -> list[tuple[object, ...]]:

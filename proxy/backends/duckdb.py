@@ -1,8 +1,27 @@
-"""DuckDB backend: the database file opened read-only, queries run off the event loop."""
+"""DuckDB backend: the database file opened read-only, queries run off the event loop.
+
+The file is opened in an in-memory DuckDB of its own (``ATTACH … (READ_ONLY)``), never
+with ``duckdb.connect(path)``: that shares one database instance per path within the
+process, so opening the file again while the first opening is in use would still read it
+through the first instance and its cached pages.
+
+Before each charged query the pipeline calls ``ready``: one ``os.stat`` tells whether the
+file is still the one that was opened (device, inode, size, modification and change
+times). If not (copied over in place, or replaced by a rename), it is opened again and
+checked to declare the same tables, columns, types and keys as when dpproxy started; new
+queries then use the new opening, while queries already running on the previous one end
+there (it is closed once the last of them has ended). A file that cannot be read, that
+no longer matches, or that was modified less than SETTLE_SECONDS ago (a copy may still be
+writing it) refuses queries before their charge (NotReady).
+"""
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
+import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import duckdb
@@ -12,7 +31,9 @@ from proxy.backends import (
     STATEMENT_TIMEOUT,
     BackendError,
     CancelToken,
+    DeclaredType,
     KeyCheck,
+    NotReady,
     QueryCanceled,
     Schema,
     group_declared,
@@ -27,72 +48,175 @@ _KEYS_QUERY = (
     "current_database() AND schema_name = ? AND table_name = ? "
     "AND constraint_type IN ('PRIMARY KEY', 'UNIQUE')"
 )
+#: A changed file modified more recently than this is not opened yet: a copy over it may
+#: still be writing it (``cp`` writes a large file over seconds, and updates its
+#: modification time as it goes); queries are refused, free, until it has been quiet.
+SETTLE_SECONDS = 1.0
+#: The alias of an attached file whose own name DuckDB cannot give it (``memory.duckdb``:
+#: the in-memory database it is attached to is called ``memory`` until it is detached).
+_FALLBACK_ALIAS = "data"
+
+#: What tells one version of the file from another: device, inode, size, and the
+#: modification and change times in nanoseconds (the change time cannot be set back, so
+#: a copy that keeps the size and the modification time, ``cp -p``, still shows).
+Identity = tuple[int, int, int, int, int]
+
+logger = logging.getLogger("dpproxy.backends.duckdb")
+
+
+class _Opening:
+    """One opening of the file: its connection, the file's identity just before it was
+    opened, and how many statements use it now. A retired opening (the file changed, or
+    the backend was closed) is closed when the last statement using it has ended."""
+
+    def __init__(self, connection: duckdb.DuckDBPyConnection, identity: Identity) -> None:
+        self.connection = connection
+        self.identity = identity
+        self.users = 0
+        self.retired = False
 
 
 class DuckDBBackend:
     dialect: Dialect = "duckdb"
     finite_decimals = True  # DuckDB's DECIMAL has no NaN or infinity
 
-    def __init__(self, path: Path, *, timeout_seconds: float) -> None:
+    def __init__(
+        self, path: Path, *, timeout_seconds: float, settle_seconds: float = SETTLE_SECONDS
+    ) -> None:
         if not path.exists():
             raise BackendError(
                 f"{path}: no such DuckDB file; fix [backend] path in the configuration"
             )
+        self._path = path
         try:
-            self._connection = duckdb.connect(
-                str(path),
-                read_only=True,
-                config={"enable_external_access": False, "lock_configuration": True},
-            )
-        except duckdb.Error as error:
-            raise BackendError(f"{path}: cannot open as a DuckDB database: {error}") from None
+            identity = _identity(path)
+        except OSError as error:
+            raise BackendError(f"{path}: cannot read the DuckDB file: {_why(error)}") from None
+        self._opening = _Opening(_open(path), identity)
         self._timeout = timeout_seconds
+        self._settle_ns = int(settle_seconds * 1e9)
+        # What dpproxy was started with (the catalog was built from it): the schemas and
+        # keys found on the first opening, which every later opening must declare too.
+        self._declared: dict[str, Schema] = {}
+        self._keys: dict[tuple[str, str, str], KeyCheck] = {}
+        self._reopening = asyncio.Lock()
+        # The identity of a version of the file that could not be used, and why: refused
+        # again without opening it again, until the file changes.
+        self._refused: tuple[Identity, NotReady] | None = None
+        self._closed = False
 
     async def schema_declared(self, schema: str) -> Schema:
-        cursor = self._connection.cursor()
+        opening = self._use()
         try:
-            rows = cursor.execute(SCHEMA_QUERY.format(placeholder="?"), [schema]).fetchall()
-            statements = cursor.execute(COLLATIONS_QUERY, [schema]).fetchall()
+            declared = _read_schema(opening.connection, schema)
         finally:
-            cursor.close()
-        declared = group_declared([tuple(row) for row in rows])
-        return with_collations(declared, [tuple(row) for row in statements])
+            self._leave(opening)
+        self._declared.setdefault(schema, declared)
+        return declared
 
     async def key_check(self, schema: str, table: str, column: str) -> KeyCheck:
         """A declared key, else the data itself: the file is open read-only, which locks
-        out writers, so rows unique now stay unique while dpproxy runs."""
-        return await asyncio.to_thread(self._key_check, schema, table, column)
-
-    def _key_check(self, schema: str, table: str, column: str) -> KeyCheck:
-        cursor = self._connection.cursor()
+        out writers, so rows unique now stay unique while dpproxy runs (a file replaced
+        or rewritten by other means is not used before a restart: see ``ready``)."""
+        opening = self._use()
         try:
-            for (names,) in cursor.execute(_KEYS_QUERY, [schema, table]).fetchall():
-                if isinstance(names, list) and [str(n).lower() for n in names] == [column.lower()]:
-                    return KeyCheck.DECLARED
-            name = f"{_quoted(schema)}.{_quoted(table)}"
-            repeated = cursor.execute(
-                f"SELECT 1 FROM {name} WHERE {_quoted(column)} IS NOT NULL "
-                f"GROUP BY {_quoted(column)} HAVING COUNT(*) > 1 LIMIT 1"
-            ).fetchall()
-        except duckdb.Error as error:
-            raise BackendError(f"DuckDB: {error}") from None
+            found = await asyncio.to_thread(_key_check, opening.connection, schema, table, column)
         finally:
-            cursor.close()
-        return KeyCheck.DUPLICATED if repeated else KeyCheck.VERIFIED
+            self._leave(opening)
+        self._keys.setdefault((schema, table, column), found)
+        return found
+
+    async def ready(self, token: CancelToken) -> None:
+        """Before a charge: one os.stat of the file; if it is not the version that was
+        opened, open it again (see the module's docstring). NotReady if the file cannot
+        be read or no longer declares what dpproxy was started with."""
+        if self._closed:
+            raise NotReady("the DuckDB backend is closed")
+        if self._stat() == self._opening.identity:
+            return
+        async with self._reopening:  # one reopening at a time; the others wait for it
+            found = self._stat()
+            if found == self._opening.identity:
+                return  # opened again while this one waited
+            if self._refused is not None and self._refused[0] == found:
+                refused = self._refused[1]
+                raise NotReady(str(refused), needs_restart=refused.needs_restart)
+            # A modification time in the future was set, not written by a copy going on.
+            if 0 <= time.time_ns() - found[3] < self._settle_ns:
+                raise NotReady(
+                    f"{self._path} changed less than {self._settle_ns / 1e9:g} s ago and may "
+                    "still be being written; it is opened once it has been left alone that long"
+                )
+            declared, keys = dict(self._declared), dict(self._keys)
+            try:
+                opening = await asyncio.to_thread(_open_checked, self._path, found, declared, keys)
+            except NotReady as refusal:  # logged by the pipeline
+                self._refused = (found, refusal)
+                raise
+            if self._closed:
+                _close(opening.connection)
+                raise NotReady("the DuckDB backend is closed")
+            previous, self._opening, self._refused = self._opening, opening, None
+            self._retire(previous)
+            logger.warning(
+                "%s changed since it was opened: opened it again; queries already running "
+                "end on the previous version, new ones read the new one",
+                self._path,
+            )
+
+    def _stat(self) -> Identity:
+        try:
+            return _identity(self._path)
+        except OSError as error:
+            raise NotReady(f"{self._path}: cannot read the DuckDB file: {_why(error)}") from None
+
+    def _use(self) -> _Opening:
+        """The current opening, counted as used until ``_leave`` (on the event loop)."""
+        if self._closed:
+            raise BackendError("the DuckDB backend is closed")
+        opening = self._opening
+        opening.users += 1
+        return opening
+
+    def _leave(self, opening: _Opening) -> None:
+        opening.users -= 1
+        if opening.retired and opening.users == 0:
+            _close(opening.connection)
+
+    def _retire(self, opening: _Opening) -> None:
+        opening.retired = True
+        if opening.users == 0:
+            _close(opening.connection)
 
     async def fetch_all(self, sql: str, token: CancelToken) -> list[tuple[object, ...]]:
         """``sql``'s rows. A cancel request (``token``) or the server's statement timeout
         (which fires ``token`` with STATEMENT_TIMEOUT) stops it, at whatever moment it
         comes before the query has ended, with QueryCanceled (``token.reason`` says why)."""
-        cursor = self._connection.cursor()
+        opening = self._use()
+        try:
+            cursor = opening.connection.cursor()
+        except duckdb.Error as error:
+            self._leave(opening)
+            raise BackendError(f"DuckDB: {error}") from None
         stop = Interrupter(cursor)
         token.bind(stop.fire)
         loop = asyncio.get_running_loop()
         timer = loop.call_later(self._timeout, token.cancel, STATEMENT_TIMEOUT)
         # Shielded: a cancelled task must not keep _run from ever starting (the cursor
         # would stay open and a fired stop would interrupt it for ever).
-        work = loop.run_in_executor(None, _run, cursor, sql, token, stop)
+        try:
+            work = loop.run_in_executor(None, _run, cursor, sql, token, stop)
+        except BaseException:
+            timer.cancel()
+            token.bind(None)
+            stop.end()
+            cursor.close()
+            self._leave(opening)
+            raise
         work.add_done_callback(_consume)
+        # The opening is left once the query has ended and closed its cursor, whoever
+        # awaits it (a retired opening is closed then).
+        work.add_done_callback(lambda _: self._leave(opening))
         try:
             return await asyncio.shield(work)
         except duckdb.InterruptException:
@@ -112,7 +236,203 @@ class DuckDBBackend:
             token.bind(None)
 
     async def close(self) -> None:
-        self._connection.close()
+        """Close the file (at once, or when the statements still running have ended)."""
+        self._closed = True
+        self._retire(self._opening)
+
+
+def _identity(path: Path) -> Identity:
+    stat = os.stat(path)
+    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+
+
+def _why(error: OSError) -> str:
+    return error.strerror or str(error)
+
+
+def _open(path: Path) -> duckdb.DuckDBPyConnection:
+    """``path`` attached read-only, alone, to an in-memory DuckDB of its own, without
+    access to other files (external access is turned off once it is attached, and the
+    configuration locked). Raises BackendError."""
+    # Spill files where DuckDB puts them for a database file opened directly.
+    connection = duckdb.connect(":memory:", config={"temp_directory": f"{path}.tmp"})
+    try:
+        before = {name for (name,) in connection.execute(_DATABASES_QUERY).fetchall()}
+        literal = "'" + str(path).replace("'", "''") + "'"
+        try:
+            connection.execute(f"ATTACH {literal} (READ_ONLY)")
+        except duckdb.BinderException:  # its name is taken (memory.duckdb): another one
+            connection.execute(f"ATTACH {literal} AS {_FALLBACK_ALIAS} (READ_ONLY)")
+        added = {name for (name,) in connection.execute(_DATABASES_QUERY).fetchall()} - before
+        if len(added) != 1:
+            raise BackendError(f"{path}: attaching it added {len(added)} databases, not 1")
+        connection.execute(f"USE {_quoted(str(added.pop()))}")
+        connection.execute("DETACH memory")
+        connection.execute("SET enable_external_access = false")
+        connection.execute("SET lock_configuration = true")
+    except duckdb.Error as error:
+        _close(connection)
+        raise BackendError(f"{path}: cannot open as a DuckDB database: {error}") from None
+    except BaseException:
+        _close(connection)
+        raise
+    return connection
+
+
+_DATABASES_QUERY = "SELECT database_name FROM duckdb_databases() WHERE NOT internal"
+
+
+def _close(connection: duckdb.DuckDBPyConnection) -> None:
+    try:
+        connection.close()
+    except duckdb.Error as error:
+        logger.warning("closing a DuckDB connection failed: %s", error)
+
+
+def _open_checked(
+    path: Path,
+    found: Identity,
+    declared: Mapping[str, Schema],
+    keys: Mapping[tuple[str, str, str], KeyCheck],
+) -> _Opening:
+    """``path`` opened again (in a worker thread), after its identity changed to
+    ``found``: it must declare the schemas (``declared``) and keys (``keys``) dpproxy was
+    started with, and must not have changed meanwhile. Raises NotReady."""
+    try:
+        connection = _open(path)
+    except BackendError as error:
+        raise NotReady(str(error)) from None
+    try:
+        _check_unchanged(connection, path, declared, keys)
+        try:
+            now = _identity(path)
+        except OSError as error:
+            raise NotReady(f"{path}: cannot read the DuckDB file: {_why(error)}") from None
+        if now != found:
+            raise NotReady(
+                f"{path} changed again while it was being opened (is it still being "
+                "written?); replace it by renaming a complete file over it"
+            )
+    except BaseException:
+        _close(connection)
+        raise
+    return _Opening(connection, found)
+
+
+def _check_unchanged(
+    connection: duckdb.DuckDBPyConnection,
+    path: Path,
+    declared: Mapping[str, Schema],
+    keys: Mapping[tuple[str, str, str], KeyCheck],
+) -> None:
+    restart = (
+        "the policies and the catalog were built from the file dpproxy started with: "
+        "restart dpproxy to use the new one (or put the old one back)"
+    )
+    for schema, expected in declared.items():
+        try:
+            found = _read_schema(connection, schema)
+        except duckdb.Error as error:
+            raise NotReady(f"{path}: cannot read its tables: {error}") from None
+        difference = _difference(expected, found)
+        if difference is not None:
+            raise NotReady(
+                f"{path} changed since dpproxy started: {difference}; {restart}",
+                needs_restart=True,
+            )
+    for (schema, table, column), check in keys.items():
+        if check is not KeyCheck.DECLARED:
+            raise NotReady(
+                f"{path} changed since dpproxy started: {table}.{column}, referenced by a "
+                "foreign-key path, has no declared key, and its rows were found unique in "
+                f"the file dpproxy started with, which must be checked again; {restart}",
+                needs_restart=True,
+            )
+        try:
+            still = _declared_key(connection, schema, table, column)
+        except duckdb.Error as error:
+            raise NotReady(f"{path}: cannot read its keys: {error}") from None
+        if not still:
+            raise NotReady(
+                f"{path} changed since dpproxy started: {table}.{column}, referenced by a "
+                f"foreign-key path, is no longer a declared key; {restart}",
+                needs_restart=True,
+            )
+
+
+def _difference(expected: Schema, found: Schema) -> str | None:
+    """The first difference between two schemas, in words; None if they are the same."""
+    for table in expected:
+        if table not in found:
+            return f"table {table} is gone"
+    for table in found:
+        if table not in expected:
+            return f"table {table} is new"
+    for table, columns in expected.items():
+        if dict(columns) == dict(found[table]):
+            continue
+        for column, was in columns.items():
+            now = found[table].get(column)
+            if now is None:
+                return f"column {table}.{column} is gone"
+            if now != was:
+                return f"column {table}.{column} is {_spelled(now)}, was {_spelled(was)}"
+        for column in found[table]:
+            if column not in columns:
+                return f"column {table}.{column} is new"
+        return f"the columns of table {table} differ"
+    return None
+
+
+def _spelled(declared: DeclaredType) -> str:
+    if declared.collation is None:
+        return declared.name
+    return f"{declared.name} COLLATE {declared.collation}"
+
+
+def _read_schema(connection: duckdb.DuckDBPyConnection, schema: str) -> Schema:
+    cursor = connection.cursor()
+    try:
+        rows = cursor.execute(SCHEMA_QUERY.format(placeholder="?"), [schema]).fetchall()
+        statements = cursor.execute(COLLATIONS_QUERY, [schema]).fetchall()
+    finally:
+        cursor.close()
+    declared = group_declared([tuple(row) for row in rows])
+    return with_collations(declared, [tuple(row) for row in statements])
+
+
+def _declared_key(
+    connection: duckdb.DuckDBPyConnection, schema: str, table: str, column: str
+) -> bool:
+    cursor = connection.cursor()
+    try:
+        for (names,) in cursor.execute(_KEYS_QUERY, [schema, table]).fetchall():
+            if isinstance(names, list) and [str(n).lower() for n in names] == [column.lower()]:
+                return True
+    finally:
+        cursor.close()
+    return False
+
+
+def _key_check(
+    connection: duckdb.DuckDBPyConnection, schema: str, table: str, column: str
+) -> KeyCheck:
+    """In a worker thread."""
+    try:
+        if _declared_key(connection, schema, table, column):
+            return KeyCheck.DECLARED
+        cursor = connection.cursor()
+        try:
+            name = f"{_quoted(schema)}.{_quoted(table)}"
+            repeated = cursor.execute(
+                f"SELECT 1 FROM {name} WHERE {_quoted(column)} IS NOT NULL "
+                f"GROUP BY {_quoted(column)} HAVING COUNT(*) > 1 LIMIT 1"
+            ).fetchall()
+        finally:
+            cursor.close()
+    except duckdb.Error as error:
+        raise BackendError(f"DuckDB: {error}") from None
+    return KeyCheck.DUPLICATED if repeated else KeyCheck.VERIFIED
 
 
 def _quoted(name: str) -> str:

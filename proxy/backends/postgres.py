@@ -4,6 +4,13 @@ At most ``pool_size`` connections exist; each runs in autocommit with
 ``default_transaction_read_only=on`` and ``statement_timeout`` set at connect. Broken,
 failed or canceled connections are closed and replaced by new ones when next needed.
 Cancel uses psycopg's ``cancel_safe()`` in a task, never a blocking call on the loop.
+
+Before a charged query, ``ready`` makes sure a live connection is at hand: it takes an idle
+connection (or connects), checks it with ``SELECT 1`` (a dead one is closed and the next
+tried), and puts it back marked for the statement that checked it, whose ``fetch_all``
+then uses it (unless another statement took it meanwhile: then the most recently used
+idle connection, as every idle connection goes back to the top of the pool after a
+successful round trip).
 """
 
 from __future__ import annotations
@@ -11,7 +18,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+import weakref
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeAlias, TypeVar
 
 import psycopg
 
@@ -21,6 +30,7 @@ from proxy.backends import (
     BackendError,
     CancelToken,
     KeyCheck,
+    NotReady,
     QueryCanceled,
     Schema,
     group_declared,
@@ -44,7 +54,13 @@ _UNIQUE_INDEX_QUERY = (
     "LIMIT 1"
 )
 CANCEL_TIMEOUT_SECONDS = 10.0
+#: How long ``ready`` may take to connect and check a connection: a database that does not
+#: answer in that time refuses the query before its charge.
+READY_TIMEOUT_SECONDS = 10.0
 logger = logging.getLogger("dpproxy.backends.postgres")
+
+Connection: TypeAlias = psycopg.AsyncConnection[tuple[object, ...]]
+T = TypeVar("T")
 
 
 class PostgresBackend:
@@ -53,13 +69,19 @@ class PostgresBackend:
 
     def __init__(self, dsn: str, *, pool_size: int, timeout_seconds: float) -> None:
         self._dsn = dsn
+        self._pool_size = pool_size
         self._timeout_ms = max(1, int(timeout_seconds * 1000))
-        self._idle: asyncio.Queue[psycopg.AsyncConnection[tuple[object, ...]]] = asyncio.Queue()
+        # Idle connections, the most recently used last (taken first).
+        self._idle: list[Connection] = []
         self._slots = asyncio.Semaphore(pool_size)
-        self._all: set[psycopg.AsyncConnection[tuple[object, ...]]] = set()
+        self._all: set[Connection] = set()
         self._cancels: set[asyncio.Task[None]] = set()
+        # The connection ``ready`` checked for a statement (its task), if still idle.
+        self._checked: weakref.WeakKeyDictionary[asyncio.Task[Any], Connection] = (
+            weakref.WeakKeyDictionary()
+        )
 
-    async def _connect(self) -> psycopg.AsyncConnection[tuple[object, ...]]:
+    async def _connect(self) -> Connection:
         try:
             conn = await psycopg.AsyncConnection.connect(
                 self._dsn,
@@ -78,13 +100,98 @@ class PostgresBackend:
         self._all.add(conn)
         return conn
 
-    async def _acquire(self) -> psycopg.AsyncConnection[tuple[object, ...]]:
-        while not self._idle.empty():
-            conn = self._idle.get_nowait()
+    async def _acquire(self) -> Connection:
+        """The connection ``ready`` checked for this statement if it is still idle, else
+        the most recently used idle one, else a new one."""
+        task = asyncio.current_task()
+        checked = None if task is None else self._checked.pop(task, None)
+        if checked is not None and checked in self._idle:
+            self._idle.remove(checked)
+            if not checked.closed and not checked.broken:
+                return checked
+            self._all.discard(checked)
+        while self._idle:
+            conn = self._take_idle()
             if not conn.closed and not conn.broken:
                 return conn
             self._all.discard(conn)
         return await self._connect()
+
+    def _take_idle(self) -> Connection:
+        """The most recently used idle connection that ``ready`` did not check for another
+        statement, or, if there is none, the most recently used one."""
+        marked = set(self._checked.values())
+        for index in range(len(self._idle) - 1, -1, -1):
+            if self._idle[index] not in marked:
+                return self._idle.pop(index)
+        return self._idle.pop()
+
+    async def ready(self, token: CancelToken) -> None:
+        """A live connection at hand for this statement's ``fetch_all`` (see the module's
+        docstring). NotReady if PostgreSQL cannot be reached or does not answer within
+        READY_TIMEOUT_SECONDS; QueryCanceled if ``token`` fires meanwhile."""
+        owner = asyncio.current_task()
+        check = asyncio.ensure_future(self._check(owner))
+        loop = asyncio.get_running_loop()
+
+        def stop() -> None:  # from any thread
+            loop.call_soon_threadsafe(check.cancel)
+
+        token.bind(stop)
+        try:
+            if token.canceled:
+                check.cancel()
+            await check
+        except asyncio.CancelledError:
+            if check.cancelled() and token.canceled and (owner is None or not owner.cancelling()):
+                raise QueryCanceled(f"canceled due to {token.reason}") from None
+            raise
+        finally:
+            token.bind(None)
+
+    async def _check(self, owner: asyncio.Task[Any] | None) -> None:
+        """An idle connection that has just answered ``SELECT 1`` (dead ones are closed on
+        the way), or a new one; put back on top of the idle ones, marked for ``owner``.
+        Waiting for a free slot of the pool does not count against READY_TIMEOUT_SECONDS."""
+        async with self._slots:
+            while True:
+                if not self._idle or (
+                    # every idle connection was checked for another statement: a new one,
+                    # while the pool may grow
+                    len(self._all) < self._pool_size
+                    and set(self._idle) <= set(self._checked.values())
+                ):
+                    conn = await self._timed(self._connect())  # a round trip: it is alive
+                    break
+                conn = self._take_idle()
+                if conn.closed or conn.broken:
+                    self._all.discard(conn)
+                    continue
+                try:
+                    await self._timed(conn.execute("SELECT 1"))
+                except psycopg.Error as error:
+                    logger.info("a pooled PostgreSQL connection is dead, closed: %s", error)
+                    await self._discard(conn)
+                    continue
+                except BaseException:  # timed out or cancelled mid-way: its state is unknown
+                    await self._discard(conn)
+                    raise
+                break
+            self._idle.append(conn)
+            if owner is not None:
+                self._checked[owner] = conn
+
+    async def _timed(self, work: Awaitable[T]) -> T:
+        """``work``, within READY_TIMEOUT_SECONDS; NotReady if it fails or takes longer."""
+        try:
+            async with asyncio.timeout(READY_TIMEOUT_SECONDS):
+                return await work
+        except TimeoutError:
+            raise NotReady(
+                f"PostgreSQL did not answer within {READY_TIMEOUT_SECONDS:g} seconds"
+            ) from None
+        except BackendError as error:  # cannot connect
+            raise NotReady(str(error)) from None
 
     async def schema_declared(self, schema: str) -> Schema:
         async with self._slots:
@@ -95,7 +202,7 @@ class PostgresBackend:
             except psycopg.Error as error:
                 await self._discard(conn)
                 raise BackendError(f"PostgreSQL: {error}") from None
-            self._idle.put_nowait(conn)
+            self._idle.append(conn)
         return group_declared([tuple(row) for row in rows])
 
     async def key_check(self, schema: str, table: str, column: str) -> KeyCheck:
@@ -109,7 +216,7 @@ class PostgresBackend:
             except psycopg.Error as error:
                 await self._discard(conn)
                 raise BackendError(f"PostgreSQL: {error}") from None
-            self._idle.put_nowait(conn)
+            self._idle.append(conn)
         return KeyCheck.DECLARED if found else KeyCheck.UNENFORCED
 
     async def fetch_all(self, sql: str, token: CancelToken) -> list[tuple[object, ...]]:
@@ -135,7 +242,7 @@ class PostgresBackend:
                 # A connection whose query was canceled, failed or abandoned is closed: a
                 # late cancel must never reach the next query on it.
                 if reusable and not token.canceled and not conn.broken:
-                    self._idle.put_nowait(conn)
+                    self._idle.append(conn)
                 else:
                     await self._discard(conn)
         return [tuple(row) for row in rows]
@@ -149,7 +256,7 @@ class PostgresBackend:
             token.bind(None)  # the query has ended: nothing to cancel on the server
             token.cancel(STATEMENT_TIMEOUT)
 
-    def _canceller(self, conn: psycopg.AsyncConnection[tuple[object, ...]]) -> Callable[[], None]:
+    def _canceller(self, conn: Connection) -> Callable[[], None]:
         """A callable (safe from any thread) that asks PostgreSQL to cancel ``conn``'s
         query with psycopg's non-blocking cancel_safe()."""
         loop = asyncio.get_running_loop()
@@ -164,13 +271,13 @@ class PostgresBackend:
 
         return cancel
 
-    async def _cancel(self, conn: psycopg.AsyncConnection[tuple[object, ...]]) -> None:
+    async def _cancel(self, conn: Connection) -> None:
         try:
             await conn.cancel_safe(timeout=CANCEL_TIMEOUT_SECONDS)
         except psycopg.Error as error:
             logger.warning("cancelling a PostgreSQL query failed: %s", error)
 
-    async def _discard(self, conn: psycopg.AsyncConnection[tuple[object, ...]]) -> None:
+    async def _discard(self, conn: Connection) -> None:
         self._all.discard(conn)
         try:
             await conn.close()

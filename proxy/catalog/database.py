@@ -17,6 +17,7 @@ import numpy
 
 from proxy.backends.interrupt import Interrupter
 from proxy.catalog.contents import Declared, Row, catalog_rows, session_relation_sql
+from proxy.catalog.datetimes import UTC_ZONE, OutputPlan, SessionZone, UnshownValues, output_plan
 from proxy.catalog.functions import macro_statements
 from proxy.catalog.keywords import KEYWORDS
 from proxy.catalog.pgtypes import TYPE_ALIASES, TYPES
@@ -97,6 +98,9 @@ class CatalogDatabase:
         self._lock = threading.Lock()
         _build(self._connection, catalog, declared)
         for statement in (
+            # Times are computed in UTC unless the translation names the session's zone
+            # (DuckDB's default is the machine's).
+            "SET TimeZone = 'UTC'",
             "SET enable_external_access = false",
             "SET threads = 1",
             f"SET memory_limit = '{MEMORY_LIMIT}'",
@@ -104,9 +108,15 @@ class CatalogDatabase:
         ):
             self._connection.execute(statement)
 
-    def run_blocking(self, sql: str, stop: QueryStop | None = None) -> QueryOutput:
+    def run_blocking(
+        self, sql: str, stop: QueryStop | None = None, zone: SessionZone = UTC_ZONE
+    ) -> QueryOutput:
         """Run ``sql`` (blocks: call it from a worker thread, see CatalogResponder).
-        Raises CatalogQueryCanceled when ``stop`` is cancelled, before or while it runs."""
+        Raises CatalogQueryCanceled when ``stop`` is cancelled, before or while it runs.
+
+        Values DuckDB's Python client would not give as PostgreSQL shows them (intervals,
+        timestamps and times with time zone: see datetimes.py) come as their text,
+        timestamptz values in ``zone``, the session's TimeZone."""
         stop = QueryStop() if stop is None else stop
         with self._lock:
             cursor = self._connection.cursor()
@@ -117,9 +127,15 @@ class CatalogDatabase:
         try:
             if stop.canceled:
                 raise CatalogQueryCanceled("canceled before it started")
-            cursor.execute(sql)
-            description = cursor.description or []
-            rows, size = _fetch(cursor, stop)
+            # The columns' types from binding the query alone (a relation runs nothing
+            # until asked), so that it runs once, with the columns DuckDB's values would
+            # not show right projected (catalog queries are SELECTs only: classify).
+            relation = cursor.sql(sql)
+            names = tuple(relation.columns)
+            types = list(relation.types)
+            plan = output_plan(names, types, zone)
+            cursor.execute(sql if plan is None else plan.query(sql))
+            rows, size = _fetch(cursor, stop, plan)
         except duckdb.InterruptException:
             if stop.canceled:
                 raise CatalogQueryCanceled("canceled on request") from None
@@ -130,14 +146,16 @@ class CatalogDatabase:
             ) from None
         except duckdb.Error as error:
             raise CatalogQueryFailed(str(error).split("\n", 1)[0]) from None
+        except UnshownValues as error:
+            raise CatalogQueryFailed(str(error)) from None
         finally:
             timer.cancel()
             stop.attach(None)
             interrupter.end()
             cursor.close()
         return QueryOutput(
-            tuple(str(d[0]) for d in description),
-            tuple(str(d[1]) for d in description),
+            names,
+            tuple(str(t) for t in types),
             rows,
             size,
         )
@@ -147,13 +165,14 @@ class CatalogDatabase:
 
 
 def _fetch(
-    cursor: duckdb.DuckDBPyConnection, stop: QueryStop
+    cursor: duckdb.DuckDBPyConnection, stop: QueryStop, plan: OutputPlan | None
 ) -> tuple[list[tuple[object, ...]], int]:
     """The rows of the query run on ``cursor`` and their size, fetched a few at a time:
     as many as are expected to fit in what is left of MAX_BYTES (at least one row, at
     most _MAX_BATCH), so that an answer too large is given up after little more than
     MAX_BYTES were fetched. Raises CatalogQueryTooLong past MAX_ROWS rows,
-    CatalogResultTooLarge past MAX_BYTES and CatalogQueryCanceled once ``stop`` is."""
+    CatalogResultTooLarge past MAX_BYTES and CatalogQueryCanceled once ``stop`` is.
+    ``plan``: how the rows of a projected query are shown (OutputPlan.convert)."""
     rows: list[tuple[object, ...]] = []
     size = 0
     batch = 1
@@ -163,6 +182,8 @@ def _fetch(
         fetched = cursor.fetchmany(batch)
         if not fetched:
             return rows, size
+        if plan is not None:
+            fetched = [plan.convert(row) for row in fetched]
         size += sum(value_size(row) for row in fetched)
         rows.extend(fetched)
         if size > MAX_BYTES:

@@ -2,10 +2,12 @@
 
 Each answers from the emulated catalog only. Functions that would describe the data
 (sizes, statistics) answer 0 or NULL. Functions that depend on the session (current_user,
-current_setting, ...) are replaced by literals in ``translate.py`` instead.
+current_setting, ...) are replaced by literals in ``function_calls.py`` instead.
 """
 
 from __future__ import annotations
+
+from sqlglot import exp
 
 from proxy.catalog.contents import ANALYST_OID, NAMESPACE_OIDS, OWNER, OWNER_OID
 from proxy.catalog.relations import FUNCTIONS_SCHEMA
@@ -158,3 +160,12 @@ def macro_statements() -> list[str]:
 
 
 FUNCTIONS = frozenset(MACROS) | frozenset(TABLE_MACROS)
+
+
+def macro_call(name: str, *args: exp.Expression) -> exp.Expression:
+    """A call of the macro ``name`` defined here, in the schema it is created in (a
+    translated query calls the emulation's functions, never DuckDB's own)."""
+    return exp.Dot(
+        this=exp.to_identifier(FUNCTIONS_SCHEMA),
+        expression=exp.Anonymous(this=name, expressions=list(args)),
+    )

@@ -111,6 +111,7 @@ _RESULT_TYPES: Mapping[str, tuple[int, int]] = {
     "TIME": (1083, 8),
     "TIMESTAMP": (1114, 8),
     "TIMESTAMP WITH TIME ZONE": (1184, 8),
+    "TIME WITH TIME ZONE": (1266, 12),
     "INTERVAL": (1186, 16),
     "BLOB": (17, -1),
     "UUID": (2950, 16),

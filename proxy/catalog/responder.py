@@ -15,6 +15,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from proxy import __version__
 from proxy.backends import CancelToken
+from proxy.catalog.cache_keys import PARSE_CACHE_SIZE, TranslationKey
 from proxy.catalog.contents import Declared
 from proxy.catalog.database import (
     CatalogDatabase,
@@ -25,16 +26,15 @@ from proxy.catalog.database import (
     QueryOutput,
     QueryStop,
 )
+from proxy.catalog.datetimes import SessionZone, session_zone
 from proxy.catalog.pgtypes import result_type
 from proxy.catalog.recent import Recent
 from proxy.catalog.result_cache import RESULT_CACHE_SIZE, ResultCache
 from proxy.catalog.text import pg_text
 from proxy.catalog.translate import (
-    PARSE_CACHE_SIZE,
     CatalogRefused,
     SessionValues,
     Translation,
-    TranslationKey,
     cacheable,
     remembered_translation,
     translation_key,
@@ -119,11 +119,14 @@ class CatalogResponder:
             raise QueryError(translation.sqlstate, translation.message, hint=translation.hint)
         if translation is None:
             return None
-        cached = self._results.get(translation.sql)
+        zone = session_zone(context.parameters.get("timezone", "UTC"))
+        # The answer shows timestamptz values in the session's TimeZone: remembered for it.
+        result_key = translation.sql if zone.name == "UTC" else f"{zone.name}\n{translation.sql}"
+        cached = self._results.get(result_key)
         if cached is not None:
             return cached
         try:
-            output = await self._run(analyst, translation.sql, context.cancel)
+            output = await self._run(analyst, translation.sql, zone, context.cancel)
         except CatalogQueryCanceled:  # a catalog query, surely: not audited as a DP one
             raise owned_canceled(context.cancel.reason) from None
         except CatalogResultTooLarge as error:
@@ -156,17 +159,19 @@ class CatalogResponder:
         )
         rows = tuple(tuple(pg_text(v) for v in row) for row in output.rows)
         result = StatementResult(tag=f"SELECT {len(rows)}", columns=columns, rows=rows)
-        self._results.put(translation.sql, result, output.size)
+        self._results.put(result_key, result, output.size)
         return result
 
-    async def _run(self, analyst: str, sql: str, token: CancelToken) -> QueryOutput:
-        """The output of the translated ``sql``, run on a worker thread in ``analyst``'s
-        turn; stopped at once (CatalogQueryCanceled, or owned_canceled's 57014) when
-        ``token`` fires."""
+    async def _run(
+        self, analyst: str, sql: str, zone: SessionZone, token: CancelToken
+    ) -> QueryOutput:
+        """The output of the translated ``sql`` (timestamptz values shown in ``zone``), run
+        on a worker thread in ``analyst``'s turn; stopped at once (CatalogQueryCanceled, or
+        owned_canceled's 57014) when ``token`` fires."""
         database = self._database
 
         async def run(stop: QueryStop) -> QueryOutput:
-            return await self._running.run(analyst, lambda: database.run_blocking(sql, stop))
+            return await self._running.run(analyst, lambda: database.run_blocking(sql, stop, zone))
 
         return await _unless_canceled(token, run, owned_canceled)
 

@@ -8,6 +8,8 @@ import math
 import re
 
 _NEEDS_QUOTES = re.compile(r'[{},"\\\s]')
+# A fraction of a second with zeros at its end (PostgreSQL writes .5, Python .500000).
+_TRAILING_ZEROS = re.compile(r"(\.\d*?)0+\b")
 
 
 def pg_text(value: object) -> str | None:
@@ -23,9 +25,11 @@ def pg_text(value: object) -> str | None:
     if isinstance(value, str):
         return value
     if isinstance(value, datetime.datetime):
-        text = value.isoformat(sep=" ")
+        text = _trimmed(value.isoformat(sep=" "))
         return text[:-3] if value.tzinfo is not None and text.endswith(":00") else text
-    if isinstance(value, datetime.date | datetime.time):
+    if isinstance(value, datetime.time):
+        return _trimmed(value.isoformat())
+    if isinstance(value, datetime.date):
         return value.isoformat()
     if isinstance(value, bytes | bytearray):
         return "\\x" + bytes(value).hex()
@@ -34,6 +38,11 @@ def pg_text(value: object) -> str | None:
     if isinstance(value, dict):
         return "(" + ",".join(_element(v) for v in value.values()) + ")"
     return str(value)
+
+
+def _trimmed(text: str) -> str:
+    """A time's text without the zeros that end its fraction of a second."""
+    return _TRAILING_ZEROS.sub(lambda match: match[1].rstrip("."), text, count=1)
 
 
 def _float(value: float) -> str:

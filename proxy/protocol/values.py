@@ -8,8 +8,9 @@ one text value into PostgreSQL's binary format for the types dpproxy can send th
 
 Dates and times are sent as PostgreSQL sends them with integer datetimes: counts of days
 (date, int32) or microseconds (timestamp, int64) from 2000-01-01, of microseconds from
-midnight (time), and microseconds, days and months (interval); ±infinity are the largest
-and smallest integers. The texts they come from are those dpproxy produces: Python's
+midnight (time; a time with time zone adds its offset in seconds west of UTC), and
+microseconds, days and months (interval); ±infinity are the largest and smallest
+integers. The texts they come from are those dpproxy produces: Python's
 ``isoformat`` (years 1 to 9999), DuckDB's own text for other years (``12000-01-01``,
 ``0044-03-15 (BC) 12:00:00``) and PostgreSQL's (``0044-03-15 12:00:00 BC``, ``infinity``).
 """
@@ -43,6 +44,7 @@ TIME = 1083
 TIMESTAMP = 1114
 TIMESTAMPTZ = 1184
 INTERVAL = 1186
+TIMETZ = 1266
 NUMERIC = 1700
 UUID = 2950
 UNSPECIFIED = 0
@@ -66,7 +68,7 @@ PARAMETER_TYPES = (
         UUID,
     }
 )
-DATETIME_TYPES = frozenset({DATE, TIME, TIMESTAMP, TIMESTAMPTZ, INTERVAL})
+DATETIME_TYPES = frozenset({DATE, TIME, TIMETZ, TIMESTAMP, TIMESTAMPTZ, INTERVAL})
 #: The result types :func:`encode_binary` sends in binary: a column of another type asked
 #: for in binary is sent in text after a Describe, and refused (uncharged) without one.
 BINARY_RESULT_TYPES = (
@@ -91,6 +93,7 @@ TYPE_NAMES = {
     UNSPECIFIED: "unknown",
     DATE: "date",
     TIME: "time without time zone",
+    TIMETZ: "time with time zone",
     TIMESTAMP: "timestamp without time zone",
     TIMESTAMPTZ: "timestamp with time zone",
     INTERVAL: "interval",
@@ -117,6 +120,7 @@ _FLOAT8 = struct.Struct("!d")
 _INT32 = struct.Struct("!i")
 _INT64 = struct.Struct("!q")
 _INTERVAL = struct.Struct("!qii")  # microseconds, days, months
+_TIMETZ = struct.Struct("!qi")  # microseconds from midnight, seconds west of UTC
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _NUMERIC_HEADER = struct.Struct("!HhHH")  # ndigits, weight, sign, dscale
@@ -403,10 +407,15 @@ _TIME_TEXT = re.compile(
     r"(?P<hour>\d{2}):(?P<minute>\d{2})(?::(?P<second>\d{2})(?:\.(?P<fraction>\d+))?)?",
     re.ASCII,
 )
+_TIMETZ_TEXT = re.compile(
+    r"(?P<time>\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)(?P<zone>[+-]\d{2}(?::?\d{2}(?::?\d{2})?)?)",
+    re.ASCII,
+)
 _ZONE_TEXT = re.compile(
     r"(?P<sign>[+-])(?P<hour>\d{2}):?(?P<minute>\d{2})?:?(?P<second>\d{2})?", re.ASCII
 )
-# Python's str(timedelta), which the catalog sends for DuckDB's intervals: "-1 day, 23:59:59".
+# Python's str(timedelta), which the DP answers (proxy.postprocess) send for the intervals
+# the database gives as timedelta: "-1 day, 23:59:59". The catalog sends PostgreSQL's text.
 _TIMEDELTA_TEXT = re.compile(
     r"(?:(?P<days>-?\d+) days?, )?(?P<time>\d+:\d{2}:\d{2}(?:\.\d+)?)", re.ASCII
 )
@@ -429,6 +438,8 @@ def _datetime_to_binary(oid: int, text: str) -> bytes:
     stripped = text.strip()
     if oid == TIME:
         return _INT64.pack(_time_micros(stripped))
+    if oid == TIMETZ:
+        return _timetz_to_binary(stripped)
     if oid == INTERVAL:
         return _interval_to_binary(stripped)
     infinite = _INFINITIES.get(stripped.lower())
@@ -504,6 +515,16 @@ def _fraction_micros(digits: str | None) -> int:
     if rest and (rest > half or (rest == half and micros % 2 == 1)):
         micros += 1
     return micros
+
+
+def _timetz_to_binary(text: str) -> bytes:
+    """A time with time zone (PostgreSQL's and DuckDB's text: 12:34:56.5+05:30) as
+    PostgreSQL sends it: the time of day, then the zone's offset in seconds west of UTC."""
+    match = _TIMETZ_TEXT.fullmatch(text)
+    if match is None:
+        raise ValueError("not a time with time zone")
+    east = _zone_micros(match["zone"]) // _MICROS_PER_SECOND
+    return _TIMETZ.pack(_time_micros(match["time"]), -east)
 
 
 def _zone_micros(text: str) -> int:

@@ -16,11 +16,17 @@ from sqlglot import exp
 from rewriter.catalog import ColumnInfo, ColumnType
 from rewriter.errors import Rejected
 from rewriter.intervals import Interval, interval_of
-from rewriter.passes.check_predicate import ALLOWED_FUNCTIONS, allowed_node, check_predicate
+from rewriter.passes.check_joins import unwrap
+from rewriter.passes.check_predicate import (
+    ALLOWED_FUNCTIONS,
+    allowed_node,
+    check_predicate,
+    written_name,
+)
 from rewriter.passes.check_shape import QueryShape
 from rewriter.passes.group_keys import GroupKey, written_form
 from rewriter.passes.quantiles import is_quantile_call, min_max_rejected, quantile_call
-from rewriter.scope import Scope
+from rewriter.scope import WRITTEN, Scope
 
 
 class Aggregate(Enum):
@@ -217,9 +223,16 @@ def _sql(node: exp.Expr | None) -> str:
     return "" if node is None else node.sql()
 
 
+def _as_written(node: exp.Expr) -> exp.Expr:
+    """A subquery's column as the analyst wrote it, in place of its expression."""
+    written = node.meta.get(WRITTEN) if node._meta else None
+    return written.copy() if isinstance(written, exp.Column) else node
+
+
 def _aggregate(node: exp.Expr, shape: QueryShape, index: int) -> AggregateSpec:
     # PostgreSQL has no MEDIAN (sqlglot would spell it PERCENTILE_CONT): keep the analyst's.
-    label = node.sql(dialect="duckdb" if node.find(exp.Median) else "postgres")
+    written = node.transform(_as_written)  # transform copies
+    label = written.sql(dialect="duckdb" if node.find(exp.Median) else "postgres")
     condition = None
     if isinstance(node, exp.Filter):
         where = node.expression
@@ -273,8 +286,11 @@ def _aggregate(node: exp.Expr, shape: QueryShape, index: int) -> AggregateSpec:
 def _count_distinct(
     arg: exp.Distinct, shape: QueryShape, name: str, label: str, condition: exp.Expr | None
 ) -> AggregateSpec:
-    if len(arg.expressions) == 1 and isinstance(arg.expressions[0], exp.Column):
-        source, info = shape.scope.lookup(arg.expressions[0], "COUNT")
+    # An inlined subquery's name (``s.pid`` for ``patient_id AS pid``) is its expression
+    # in parentheses.
+    counted = unwrap(arg.expressions[0]) if len(arg.expressions) == 1 else None
+    if isinstance(counted, exp.Column):
+        source, info = shape.scope.lookup(counted, "COUNT")
         unit = source.table.privacy_unit
         if unit is not None and unit.name == info.name:
             return AggregateSpec(name, label, Aggregate.COUNT_UNITS, None, condition, None)
@@ -363,7 +379,7 @@ def check_post_node(node: exp.Expr, where: str) -> None:
                 f"function {name.lower()}() is not allowed in {where}",
                 hint=f"allowed functions: {ALLOWED_FUNCTIONS}",
             )
-        raise Rejected(f"{node.key.upper()} is not allowed in {where}")
+        raise Rejected(f"{written_name(node)} is not allowed in {where}")
 
 
 def _one_argument(node: exp.Expr, word: str, *, allowed: set[str]) -> None:

@@ -42,6 +42,7 @@ from rewriter.catalog import ColumnType
 from rewriter.exact_sums import ExactSum, exact_sums
 from rewriter.passes.bias_checks import CheckSpec, inner_selects, person_selects, totals
 from rewriter.passes.check_joins import JoinBounds
+from rewriter.passes.eager_partials import eager_partials
 from rewriter.passes.group_keys import DomainValue, GroupKey
 from rewriter.passes.measurements import MeasureKind, MeasurementSpec
 from rewriter.scope import Scope, Source
@@ -119,8 +120,21 @@ def bounded_query(
         )
         inner = inner.group_by(*(rows.named(g, PICKED_ALIAS) for g in grouping), copy=False)
     else:
-        inner = _from_sources(exp.select(*selects), scope, joins)
-        inner = inner.where(exp.and_(*conditions), copy=False).group_by(*grouping, copy=False)
+        eager = eager_partials(
+            selects,
+            conditions,
+            key_names={k.name for k in keys},
+            first=scope.sources[0],
+            joins=joins,
+            table=_table,
+            unit_column=UNIT_COLUMN,
+        )
+        if eager is not None:  # the same partials, summed before the joins off the unit
+            inner = eager
+        else:
+            inner = _from_sources(exp.select(*selects), scope, joins)
+            inner = inner.where(exp.and_(*conditions), copy=False)
+            inner = inner.group_by(*grouping, copy=False)
 
     source: exp.Expr = exp.alias_(inner.subquery(copy=False), UNIT_ALIAS, quoted=True, copy=False)
     per_unit = UNIT_ALIAS
@@ -232,12 +246,7 @@ def _from_sources(select: exp.Select, scope: Scope, joins: JoinBounds) -> exp.Se
             select, _table(join.source), on=join.on.copy(), join_type=join.kind.upper()
         )
     for hidden in joins.unit_joins:
-        target = exp.Table(
-            this=exp.to_identifier(hidden.table_name, quoted=True),
-            db=exp.to_identifier(hidden.schema, quoted=True),
-            alias=exp.TableAlias(this=exp.to_identifier(hidden.alias, quoted=True)),
-        )
-        select = add_join(select, target, on=hidden.on.copy(), join_type="INNER")
+        select = add_join(select, hidden.table(), on=hidden.on.copy(), join_type="INNER")
     return select
 
 

@@ -45,6 +45,14 @@ class HiddenJoin:
     alias: str
     on: exp.Expr
 
+    def table(self) -> exp.Table:
+        """The table to join, under its alias."""
+        return exp.Table(
+            this=exp.to_identifier(self.table_name, quoted=True),
+            db=exp.to_identifier(self.schema, quoted=True),
+            alias=exp.TableAlias(this=exp.to_identifier(self.alias, quoted=True)),
+        )
+
 
 @dataclass(frozen=True)
 class JoinBounds:

@@ -17,7 +17,8 @@ from sqlglot import exp
 
 from rewriter.catalog import ColumnType
 from rewriter.errors import Rejected
-from rewriter.passes.check_types import NULL, NUMBER, VALUE_CONTEXTS, check_types, value_kind
+from rewriter.passes.check_types import VALUE_CONTEXTS, check_types, value_kind
+from rewriter.passes.value_types.kinds import NULL, NUMBER
 from rewriter.scope import Scope
 from rewriter.sql_values import TINY, number
 
@@ -519,8 +520,12 @@ def _check_node(node: exp.Expr, where: str, *, nested: bool = False) -> None:
             f"a cast to {typed} (a type with a precision or length) is not supported in {where}",
             hint="round instead (round(x, 2)), compare the column itself, or cast to text",
         )
-    written = _WRITTEN.get(type(node))
-    raise Rejected(f"{written or node.key.upper()} is not allowed in {where}")
+    raise Rejected(f"{written_name(node)} is not allowed in {where}", hint=_HINTS.get(type(node)))
+
+
+def written_name(node: exp.Expr) -> str:
+    """How the analyst wrote ``node``, in a message: sqlglot's name for what has none."""
+    return _WRITTEN.get(type(node)) or node.key.upper()
 
 
 #: How the analyst wrote what sqlglot reads as another function.
@@ -530,4 +535,15 @@ _WRITTEN: dict[type[exp.Expr], str] = {
     exp.SimilarTo: "SIMILAR TO",
     exp.Pad: "lpad() or rpad()",
     exp.Collate: "COLLATE",
+    exp.RawString: "a dollar-quoted string ($$…$$)",
+    exp.UnicodeString: "a Unicode escape string (U&'…')",
+    exp.ByteString: "an escape string (E'…')",
+    exp.BitString: "a bit string (B'…')",
+    exp.HexString: "a hexadecimal bit string (X'…')",
+}
+_PLAIN_STRING = "write the text as a plain string in single quotes ('it''s')"
+_HINTS: dict[type[exp.Expr], str] = {
+    exp.RawString: _PLAIN_STRING,
+    exp.UnicodeString: _PLAIN_STRING,
+    exp.ByteString: _PLAIN_STRING,
 }

@@ -245,7 +245,18 @@ def check_alias(node: exp.Expr) -> None:
         )
 
 
+#: What parses as an expression, not a statement.
+_EXPRESSIONS = (exp.Literal, exp.Paren, exp.Binary, exp.Unary)
+
+
 def check_shape(tree: exp.Expr, catalog: Catalog) -> QueryShape:
+    if isinstance(tree, _EXPRESSIONS):  # psql's \gexec of SELECT 1 sends "1"
+        written = tree.sql(dialect="postgres")[:40]
+        raise Rejected(
+            f'syntax error at or near "{written}": not a statement',
+            sqlstate="42601",
+            hint="check the query's syntax",
+        )
     if not isinstance(tree, exp.Select):
         raise Rejected(_statement_message(tree))
     unsupported = unsupported_clause(tree, _TOP_LEVEL)

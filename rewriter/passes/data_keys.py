@@ -63,7 +63,6 @@ from sqlglot import exp
 from rewriter.catalog import ColumnType
 from rewriter.errors import Rejected
 from rewriter.passes.check_predicate import check_predicate
-from rewriter.passes.check_types import DATE_FIELDS, TIME_FIELDS, TRUNC_UNITS
 from rewriter.passes.numeric_keys import (
     Unknown,
     canonical_double,
@@ -74,6 +73,7 @@ from rewriter.passes.numeric_keys import (
     numeric_value,
     skipping_nulls,
 )
+from rewriter.passes.value_types.moments import DATE_FIELDS, TIME_FIELDS, TRUNC_UNITS
 from rewriter.scope import Scope
 
 KEY_TYPES = {

@@ -38,7 +38,7 @@ from rewriter.catalog import ColumnType
 from rewriter.errors import Rejected
 from rewriter.intervals import Interval, interval_of
 from rewriter.passes.check_predicate import check_predicate
-from rewriter.passes.check_types import MAX_ROUND_DIGITS, constant_integer
+from rewriter.passes.value_types.constant_arguments import MAX_ROUND_DIGITS, constant_integer
 from rewriter.scope import Scope
 from rewriter.sql_values import (
     as_double,

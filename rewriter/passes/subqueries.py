@@ -55,7 +55,7 @@ from rewriter.passes.check_shape import (
 )
 from rewriter.passes.where_subqueries import WhereSubqueries
 from rewriter.policy import ColumnPolicy, TablePolicy
-from rewriter.scope import INLINED, Join, Scope, Source
+from rewriter.scope import INLINED, WRITTEN, Join, Scope, Source
 from rewriter.sql_joins import add_join
 
 INNER_PREFIX = "s"  # the tables of a per-person subquery are s0, s1, …
@@ -364,9 +364,11 @@ def _replacement(column: exp.Column, value: exp.Expr | None, tree: exp.Select) -
             sqlstate="42702",
             hint="the subquery has two columns of that name: give each its own name",
         )
+    replacement = value.copy()
+    replacement.meta[WRITTEN] = column.copy()
     if column.parent is tree and column.arg_key == "expressions":
-        return exp.alias_(value.copy(), column.name, copy=False)
-    return value.copy()
+        return exp.alias_(replacement, column.name, copy=False)
+    return replacement
 
 
 def _resolve_unqualified(tree: exp.Select, catalog: Catalog) -> None:

@@ -63,18 +63,10 @@ from rewriter.passes.check_shape import (
     unparenthesize,
     unsupported_clause,
 )
-from rewriter.passes.check_types import (
-    BOOLEAN,
-    DATE,
-    LITERAL_TEXT,
-    NULL,
-    NUMBER,
-    TEXT,
-    TIME,
-    date_literal,
-    numbers_compare_safely,
-    value_kind,
-)
+from rewriter.passes.check_types import value_kind
+from rewriter.passes.value_types.kinds import BOOLEAN, DATE, LITERAL_TEXT, NULL, NUMBER, TEXT, TIME
+from rewriter.passes.value_types.literals import date_literal
+from rewriter.passes.value_types.number_types import numbers_compare_safely
 from rewriter.scope import Join, Scope, Source
 from rewriter.sql_joins import add_join
 

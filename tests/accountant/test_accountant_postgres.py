@@ -20,7 +20,7 @@ from accountant import (
     StateStore,
     StateStoreError,
 )
-from accountant.postgres import _SCHEMA, BASE_VERSION, MIGRATIONS
+from accountant.postgres_schema import _SCHEMA, BASE_VERSION, MIGRATIONS
 from accountant.sqlite import SCHEMA_VERSION
 from tests.accountant.backends import query, raw, write_lock_held
 
@@ -70,7 +70,7 @@ def test_schema_is_created_in_its_own_namespace(state: PostgresState, pg_dsn: st
 
 def test_tables_and_columns_match_the_sqlite_file(state: PostgresState, tmp_path: Path) -> None:
     """The same SQL runs on both: a schema change in one (a new migration in
-    accountant.sqlite) must be mirrored in the other (accountant.postgres.MIGRATIONS)."""
+    accountant.sqlite) must be mirrored in the other (accountant.postgres_schema.MIGRATIONS)."""
     assert set(MIGRATIONS) == set(range(BASE_VERSION + 1, SCHEMA_VERSION + 1))
     file = tmp_path / "state.db"
     StateStore.open(file).close()

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from accountant import AdminChange, AnalystBudget, Attempt, Cost, Decision, Epsilon, Rho
+from proxy.asker import Asker
 from proxy.ledger import AsyncLedger
-from proxy.pipeline import Asker
 from proxy.responders import SessionContext
 from proxy.seam import ColumnDescription, QueryError
 from proxy.selfservice import BUDGET_COLUMNS, QUERY_COLUMNS, SelfServiceResponder

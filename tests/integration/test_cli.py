@@ -14,6 +14,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from proxy.protocol.scram import ScramExchange
 from tests.integration.server import PSQL, dpproxy
@@ -256,3 +257,70 @@ def test_demo_never_deletes_a_database_that_is_not_its_own(tmp_path: Path) -> No
     (directory / "dpproxy.toml").unlink()
     again = dpproxy("demo", "--dir", str(directory), "--patients", "50", "--no-serve")
     assert again.returncode == 0 and (directory / "dpproxy.toml").exists()
+
+
+def test_a_failed_start_leaves_nothing_behind(tmp_path: Path) -> None:
+    """`serve` checks that it can listen before it opens (seeds, audits) the state store."""
+    directory = tmp_path / "demo"
+    created = dpproxy("demo", "--dir", str(directory), "--patients", "50", "--no-serve")
+    assert created.returncode == 0, created.stderr
+    config = directory / "dpproxy.toml"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        for args, words in [
+            (("--host", "999.1.1.1", "--port", "0"), "cannot listen on 999.1.1.1: "),
+            (("--port", port), f"cannot listen on 127.0.0.1:{port}: Address already in use"),
+            (("--host", "192.0.2.1", "--port", "0"), "192.0.2.1 is not an address of this"),
+        ]:
+            result = dpproxy("serve", "--config", str(config), *args)
+            assert result.returncode == 2 and words in result.stderr, result.stderr
+            assert "0.0.0.0" in result.stderr or "another port" in result.stderr
+            assert "Traceback" not in result.stderr
+            assert sorted(p.name for p in directory.iterdir()) == ["demo.duckdb", "dpproxy.toml"]
+    # The same for a host from the configuration file.
+    config.write_text(config.read_text().replace('host = "127.0.0.1"', 'host = "999.1.1.1"'))
+    result = dpproxy("serve", "--config", str(config))
+    assert result.returncode == 2 and "cannot listen on 999.1.1.1: " in result.stderr
+    assert "([server] host and port, or --host/--port)" in result.stderr
+    assert sorted(p.name for p in directory.iterdir()) == ["demo.duckdb", "dpproxy.toml"]
+
+
+def test_demo_on_a_port_in_use_writes_nothing(tmp_path: Path) -> None:
+    directory = tmp_path / "demo"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = dpproxy("demo", "--dir", str(directory), "--port", str(port))
+    assert result.returncode == 2, result.stderr
+    assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in result.stderr
+    assert "(--host and --port)" in result.stderr and not directory.exists()
+
+
+@pytest.mark.postgres
+def test_demo_on_postgres_says_what_it_serves(tmp_path: Path, pg_dsn: str, pg_schema: str) -> None:
+    """The banner names the PostgreSQL database and schema (never the password), not a
+    DuckDB file the demo did not write."""
+    dsn = make_conninfo(pg_dsn, password="not-for-the-banner")  # trust authentication
+    parts = conninfo_to_dict(dsn)
+    directory = tmp_path / "demo"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "proxy.cli", "demo", "--dir", str(directory), "--port", "0"]
+        + ["--patients", "50", "--postgres", dsn, "--schema", pg_schema],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        first = process.stdout.readline()
+        assert first, process.stderr.read() if process.stderr else ""
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=15)
+    assert first.startswith("dpproxy demo is serving PostgreSQL postgresql://"), first
+    assert f"{parts.get('host') or 'localhost'}" in first and f"(schema {pg_schema}) on " in first
+    assert "demo.duckdb" not in first and "not-for-the-banner" not in first
+    assert not (directory / "demo.duckdb").exists()

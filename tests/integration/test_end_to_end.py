@@ -160,6 +160,10 @@ def test_wrong_password_is_refused(server: RunningServer) -> None:
 
 
 def test_admin_commands(server: RunningServer) -> None:
+    # Its own query: under pytest-xdist, the module's other tests may run in another
+    # process, with their own server.
+    with psycopg.connect(server.dsn("alice"), autocommit=True) as conn:
+        conn.execute("SELECT COUNT(*) FROM visits").fetchall()
     table = dpproxy("budget", "show", "--config", str(server.config))
     assert table.returncode == 0 and "alice" in table.stdout and "bob" in table.stdout
     listing = dpproxy("audit", "list", "--config", str(server.config))

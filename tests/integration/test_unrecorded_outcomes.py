@@ -27,10 +27,11 @@ from accountant import (
     StateStore,
     StateStoreError,
 )
+from proxy.asker import Asker
 from proxy.backends import CancelToken
 from proxy.backends.duckdb import DuckDBBackend
 from proxy.ledger import AsyncLedger
-from proxy.pipeline import Asker, Pipeline
+from proxy.pipeline import Pipeline
 from proxy.postprocess import PostProcessor
 from proxy.seam import QueryError
 from proxy.unrecorded import UNRECORDED_REASON

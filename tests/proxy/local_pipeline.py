@@ -6,9 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from accountant import AnalystBudget, Epsilon
+from proxy.asker import Asker
 from proxy.backends.duckdb import DuckDBBackend
 from proxy.ledger import AsyncLedger
-from proxy.pipeline import Asker, Pipeline
+from proxy.pipeline import Pipeline
 from proxy.postprocess import PostProcessor
 from proxy.session import AnalystSession
 from rewriter import OpenDPNoise

@@ -14,9 +14,10 @@ import pytest
 
 from accountant import AdminChange, AnalystBudget, Decision, Epsilon, StateStore
 from proxy.answers import AnswerCache, duckdb_file_version
+from proxy.asker import Asker
 from proxy.backends.duckdb import DuckDBBackend
 from proxy.ledger import AsyncLedger
-from proxy.pipeline import Asker, Pipeline
+from proxy.pipeline import Pipeline
 from proxy.postprocess import PostProcessor
 from proxy.seam import QueryError
 from proxy.session import AnalystSession
@@ -200,3 +201,19 @@ def test_an_answer_whose_record_failed_is_not_given_again(
     ask(s, SQL)
     records = asyncio.run(pipeline.ledger.records("alice", ()))
     assert records[-1].decision is Decision.ACCEPTED
+
+
+def test_a_file_copied_over_with_its_size_and_mtime_is_another_version(tmp_path: Path) -> None:
+    """``cp -p`` of another file of the same size keeps size and mtime: ctime tells."""
+    path = tmp_path / "data.duckdb"
+    other = tmp_path / "other.duckdb"
+    path.write_bytes(b"a" * 4096)
+    other.write_bytes(b"b" * 4096)
+    stat = path.stat()
+    os.utime(other, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    version = duckdb_file_version(path)
+    before = version()
+    path.write_bytes(other.read_bytes())  # in place: same inode and size
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert path.stat().st_mtime_ns == stat.st_mtime_ns
+    assert version() != before

@@ -13,9 +13,10 @@ import pytest
 
 from accountant import AnalystBudget, Decision, Epsilon, Rho
 from proxy.answers import AnswerCache, CacheKey, duckdb_file_version
+from proxy.asker import Asker
 from proxy.backends.duckdb import DuckDBBackend
 from proxy.ledger import AsyncLedger
-from proxy.pipeline import Asker, Pipeline
+from proxy.pipeline import Pipeline
 from proxy.postprocess import PostProcessor
 from proxy.seam import ColumnDescription, QueryError, StatementResult
 from proxy.session import AnalystSession, parse_bias_check

@@ -23,8 +23,9 @@ from typing import TypeVar
 import pytest
 
 from accountant import AnalystBudget, Epsilon
+from proxy.asker import Asker
 from proxy.catalog.responder import CatalogResponder
-from proxy.pipeline import Asker, Pipeline
+from proxy.pipeline import Pipeline
 from proxy.seam import QueryError
 from proxy.selfservice import SelfServiceResponder
 from proxy.session import AnalystSession

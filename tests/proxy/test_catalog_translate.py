@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
+from proxy.catalog.classify import _classify_cached
 from proxy.catalog.database import CatalogDatabase
 from proxy.catalog.text import pg_text
 from proxy.catalog.translate import (
     CatalogRefused,
     SessionValues,
-    _classify_cached,
     catalog_tree,
     translate,
 )

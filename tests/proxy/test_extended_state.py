@@ -16,10 +16,11 @@ import pytest
 
 from accountant import AnalystBudget, Decision, Epsilon
 from proxy import extended
+from proxy.asker import Asker
 from proxy.backends.duckdb import DuckDBBackend
 from proxy.extended import ExtendedQueries
 from proxy.ledger import AsyncLedger
-from proxy.pipeline import Asker, Pipeline
+from proxy.pipeline import Pipeline
 from proxy.postprocess import PostProcessor
 from proxy.protocol.messages import Bind, Close, Describe, Execute, Parse
 from proxy.seam import QueryError, TransactionStatus

@@ -2,7 +2,7 @@
 and the pg_settings view, compared with the PostgreSQL test server.
 
 Before: SHOW and RESET of xmloption, transform_null_equals and the other parameters
-dpproxy does not honour (pg_settings.REFUSED) gave 0A000 where PostgreSQL shows and
+dpproxy does not honour (refused in proxy.parameter_table) gave 0A000 where PostgreSQL shows and
 resets the default, and SET to the value dpproxy behaves as anyway (pg_dump's ``SET
 xmloption = content`` and ``SET default_tablespace = ''``) was refused too;
 ``current_setting(x, 'true')`` was refused (42704) and ``current_setting(NULL)`` was
@@ -21,9 +21,10 @@ import psycopg
 import pytest
 
 from accountant import AnalystBudget, Epsilon
+from proxy.asker import Asker
 from proxy.catalog.responder import CatalogResponder
-from proxy.pg_settings import FIXED, SETTINGS
-from proxy.pipeline import Asker, Pipeline
+from proxy.parameter_table import PARAMETERS
+from proxy.pipeline import Pipeline
 from proxy.seam import QueryError
 from proxy.session import AnalystSession
 from tests.proxy.local_pipeline import local_pipeline
@@ -31,6 +32,11 @@ from tests.proxy.local_pipeline import local_pipeline
 pytestmark = pytest.mark.postgres
 
 Outcome = tuple[object, ...]  # ("ok", rows) or ("error", sqlstate, message)
+#: The parameters dpproxy keeps at one value, and the others generated from pg_settings.
+FIXED = {name: p for name, p in PARAMETERS.items() if p.refused is not None}
+SETTINGS = {
+    name: p for name, p in PARAMETERS.items() if p.source == "pg_settings" and p.refused is None
+}
 
 
 @pytest.fixture(scope="module")

@@ -10,8 +10,8 @@ import pytest
 
 from accountant import AdminChange, AnalystBudget, Attempt, Decision, Epsilon, StateStore
 from accountant.errors import AnalystRemoved
+from accountant.outcomes import CachedAttempt
 from accountant.sqlite import connect, transaction
-from accountant.store import CachedAttempt
 from proxy.ledger import AsyncLedger
 
 BUDGET = AnalystBudget(total=Epsilon(10), default_per_query=Epsilon("0.1"))

@@ -20,11 +20,12 @@ from collections.abc import Iterator
 import pytest
 
 from accountant import AnalystBudget, Epsilon
+from proxy.asker import Asker
 from proxy.catalog import translate as translate_module
 from proxy.catalog.responder import CatalogResponder
 from proxy.catalog.translate import SessionValues, remembered_translation
 from proxy.pg_settings import MAX_CUSTOM_PARAMETERS, MAX_VALUE_LENGTH, parameters_key
-from proxy.pipeline import Asker, Pipeline
+from proxy.pipeline import Pipeline
 from proxy.responders import SessionContext
 from proxy.seam import QueryError, StatementResult
 from proxy.selfservice import SelfServiceResponder

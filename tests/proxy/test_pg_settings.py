@@ -1,4 +1,4 @@
-"""PostgreSQL's planner and resource parameters and custom ``a.b`` ones (proxy.pg_settings).
+"""PostgreSQL's planner and resource parameters and custom ``a.b`` ones (proxy.parameter_table).
 
 Before, every parameter outside a short list was refused (42704), and in the startup
 packet ended the connection: asyncpg's ``server_settings={"jit": "off"}``, ``SET
@@ -18,14 +18,22 @@ import psycopg
 import pytest
 
 from accountant import AnalystBudget, Epsilon
+from proxy.asker import Asker
 from proxy.catalog.translate import SessionValues, translate
-from proxy.pg_settings import REFUSED, SETTINGS
-from proxy.pipeline import Asker, Pipeline
+from proxy.parameter_table import PARAMETERS
+from proxy.pipeline import Pipeline
 from proxy.seam import QueryError
-from proxy.session import DEFAULT_PARAMETERS, AnalystSession
+from proxy.session import AnalystSession
 from tests.proxy.local_pipeline import local_pipeline
 
 Outcome = tuple[str, ...]  # ("ok", last SHOW's value) or ("error", sqlstate, message[, hint])
+#: The parameters generated from PostgreSQL's pg_settings that dpproxy keeps and ignores;
+#: those it keeps at one value; those it handles itself.
+SETTINGS = {
+    name: p for name, p in PARAMETERS.items() if p.source == "pg_settings" and p.refused is None
+}
+REFUSED = {name for name, p in PARAMETERS.items() if p.refused is not None}
+HANDLED = {name for name, p in PARAMETERS.items() if p.source == "dpproxy"}
 
 
 @pytest.fixture(scope="module")
@@ -227,9 +235,8 @@ def test_the_table_is_postgresql_15s(pg_dsn: str) -> None:
             "FROM pg_settings WHERE context = 'user'"
         ).fetchall()
     user = {str(row[0]).lower(): row for row in rows}
-    handled = set(DEFAULT_PARAMETERS)
-    assert set(user) == (set(user) & handled) | set(SETTINGS) | set(REFUSED)
-    assert not set(SETTINGS) & (set(REFUSED) | handled)
+    assert set(user) == (set(user) & HANDLED) | set(SETTINGS) | REFUSED
+    assert not set(SETTINGS) & (REFUSED | HANDLED)
     for name, setting in SETTINGS.items():
         _, kind, unit, lowest, highest, values, default = user[name]
         assert (setting.kind, setting.unit) == (kind, unit), name

@@ -12,9 +12,10 @@ import pytest
 
 from accountant import AdminChange, AnalystBudget, Decision, Epsilon, Mechanism, Rho, StateStore
 from accountant.zcdp import cks_epsilon
+from proxy.asker import Asker
 from proxy.backends.duckdb import DuckDBBackend
 from proxy.ledger import AsyncLedger
-from proxy.pipeline import Asker, Pipeline
+from proxy.pipeline import Pipeline
 from proxy.postprocess import PostProcessor
 from proxy.seam import QueryError
 from proxy.session import AnalystSession

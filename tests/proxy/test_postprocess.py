@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from proxy.pipeline import PlanCache
+from proxy.plan_cache import PlanCache
 from proxy.postprocess import PostProcessor
 from rewriter import PlanRequest, plan
 from tests.rewriter.noise import ZeroNoise

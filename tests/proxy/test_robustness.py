@@ -18,11 +18,11 @@ import psycopg
 import pytest
 
 from accountant import AnalystBudget, Decision, Epsilon, StateStore
+from proxy.asker import Asker
 from proxy.catalog import CatalogResponder
 from proxy.catalog import responder as responder_module
 from proxy.catalog.database import MAX_BYTES, CatalogDatabase, CatalogResultTooLarge
 from proxy.ledger import AsyncLedger
-from proxy.pipeline import Asker
 from proxy.responders import SessionContext
 from proxy.workers import Workers
 from rewriter import Catalog, ColumnType, TablePolicy, build_catalog

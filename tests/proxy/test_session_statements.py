@@ -9,8 +9,8 @@ from typing import Any, cast
 import pytest
 
 from accountant import AnalystBudget, Epsilon
+from proxy.asker import Asker
 from proxy.extended import ExtendedQueries
-from proxy.pipeline import Asker
 from proxy.protocol.messages import Parse
 from proxy.seam import QueryError, StatementResult, TransactionStatus
 from proxy.session import AnalystSession
@@ -265,3 +265,33 @@ def test_a_query_after_set_local_and_commit_is_charged_the_previous_epsilon() ->
     run(s, "BEGIN", "SET dpproxy.epsilon = 2", "ROLLBACK", "SELECT COUNT(*) FROM visits")
     run(s, "SET LOCAL dpproxy.epsilon = 3", "SELECT COUNT(*) FROM visits")
     assert pipeline.charged == ["0.5", "0.25", "0.25", "0.25"]
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SET TimeZone = 'UTC'; SELECT 1",
+        "SHOW TimeZone; SELECT 1",
+        "RESET ALL; SELECT COUNT(*) FROM visits",
+        "DISCARD ALL; SELECT 1",
+        "SAVEPOINT a; SELECT 1",
+        "SET dpproxy.epsilon = 0.5; SET dpproxy.epsilon = 5",
+    ],
+)
+def test_a_session_statement_followed_by_another_is_refused_as_several(sql: str) -> None:
+    s = session()
+    with pytest.raises(QueryError) as refused:
+        run(s, sql)
+    assert (refused.value.sqlstate, refused.value.message) == (
+        "0A000",
+        "expected one statement, got several",
+    )
+    assert refused.value.hint == "send one statement per query"
+    assert run(s, "SHOW TimeZone", "SET application_name = 'a;b'") == ["SHOW", "SET"]
+
+
+def test_a_semicolon_in_an_escape_string_is_not_a_second_statement() -> None:
+    s = session()
+    assert run(s, "SET application_name = E'a\\';b'") == ["SET"]
+    shown = asyncio.run(s.execute("SHOW application_name"))
+    assert shown.rows == (("a';b",),)

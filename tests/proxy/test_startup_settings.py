@@ -20,11 +20,13 @@ import psycopg
 import pytest
 
 from accountant import AnalystBudget, Epsilon
-from proxy.pipeline import Asker, Pipeline
+from proxy.asker import Asker
+from proxy.parameter_table import REPORTED_PARAMETERS
+from proxy.pipeline import Pipeline
 from proxy.protocol.codec import FrontendDecoder
 from proxy.protocol.messages import InvalidEncoding, MalformedQuery, Query, Sync
 from proxy.seam import QueryError, StatementResult
-from proxy.session import REPORTED_PARAMETERS, AnalystSession
+from proxy.session import AnalystSession
 from tests.proxy.local_pipeline import local_pipeline
 
 

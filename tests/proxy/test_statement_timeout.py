@@ -16,11 +16,12 @@ from pathlib import Path
 import pytest
 
 from accountant import AnalystBudget, Decision, Epsilon
+from proxy.asker import Asker
 from proxy.backends import STATEMENT_TIMEOUT, USER_REQUEST, CancelToken
 from proxy.backends.duckdb import DuckDBBackend
 from proxy.ledger import AsyncLedger
 from proxy.pg_values import integer_setting, time_seconds
-from proxy.pipeline import Asker, Pipeline
+from proxy.pipeline import Pipeline
 from proxy.postprocess import PostProcessor
 from proxy.seam import QueryError
 from proxy.session import AnalystSession

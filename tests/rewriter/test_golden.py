@@ -43,6 +43,16 @@ SEX = {1: "F", 2: "M", 3: "F", 5: "M"}  # tests.rewriter.tables.PATIENTS
 YEAR = {1: 1950, 2: 1990, 3: 2001, 5: 1970}
 
 
+def joined_with_sex(rows: list[reference.Row]) -> list[reference.Row]:
+    """The visits of patients with a patients row (visits ⋈ patients)."""
+    return [r for r in rows if r[1] in SEX]
+
+
+# visits ⋈ patients by (sex, department): each patient's groups in key order, 2 groups and
+# 3 rows at most (patient 1: 2 visits in (F, A), then 2 in (F, B) do not fit its rows).
+BY_SEX_DEPARTMENT = reference.kept(joined_with_sex(SAMPLE_ROWS), lambda r: (SEX[r[1]], r[2]))
+
+
 BIRTH_CENTRE = (1900 + 2025) // 2  # AVG measures Σ(birth_year - centre) (measurements)
 
 
@@ -202,6 +212,32 @@ EXPECTED: dict[str, list[list[object]]] = {
         for b in (1, None)
     ],
     "join_protected_on_unit": [joined_by_sex("F"), joined_by_sex("M")],
+    # Partials summed per patient before patients is joined (eager_partials): one group per
+    # patient (its sex); patient 3 is born in 2001.
+    "eager_upper_key": [
+        [
+            s,
+            reference.count_rows(
+                SAMPLE_ROWS,
+                lambda r, s=s: SEX.get(r[1]) == s and YEAR[r[1]] < 2000 and (r[4] or 0) > 0,
+            ),
+            reference.sum_stay(
+                SAMPLE_ROWS,
+                lambda r, s=s: SEX.get(r[1]) == s and YEAR[r[1]] < 2000 and (r[4] or 0) > 0,
+            ),
+        ]
+        for s in ("F", "M")
+    ],
+    # A key from each side: patients joined to the sums per patient and department.
+    "eager_mixed_keys": [
+        [
+            s,
+            d,
+            reference.count_rows(BY_SEX_DEPARTMENT, lambda r, k=(s, d): (SEX[r[1]], r[2]) == k),
+            reference.sum_stay(BY_SEX_DEPARTMENT, lambda r, k=(s, d): (SEX[r[1]], r[2]) == k),
+        ]
+        for s, d in sorted({(SEX[r[1]], r[2]) for r in BY_SEX_DEPARTMENT})
+    ],
     # department B is listed twice in the lookup: its visits count twice, then are clamped.
     "join_public_lookup": [
         [1, reference.count_rows(BY_FLOOR, lambda r: r[2] == "A")],

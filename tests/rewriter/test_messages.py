@@ -3,6 +3,8 @@ names or the name of the function sqlglot reads an operator as."""
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from rewriter import PlanRequest, Rejected, plan
@@ -40,6 +42,26 @@ from tests.rewriter.test_planner import CATALOG
             "0A000",
             "a cast to VARCHAR(3)",
         ),
+        # sqlglot's tokens and token classes (it read "Expected table name but got <Token
+        # token_type: TokenType.SENTINEL …>", "Error tokenizing 'SELECT 'ab'", "RAWSTRING
+        # is not allowed in WHERE", "LITERAL statements are not supported").
+        ("SELECT COUNT(*) FROM", "42601", "syntax error at end of input"),
+        ("SELEC 1", "42601", 'syntax error at or near "1"'),
+        ("SELECT COUNT(*) FROM visits WHERE (cost > 1", "42601", "expecting )"),
+        ("SELECT COUNT(*) FROM visits WHERE department = 'abc", "42601", "string is not closed"),
+        ("SELECT COUNT(*) FROM visits /* a comment", "42601", "comment or dollar-quoted"),
+        ("1", "42601", 'syntax error at or near "1": not a statement'),
+        ("SELECT COUNT(*) FROM visits WHERE department = $$A$$", "0A000", "($$…$$) is not"),
+        ("SELECT COUNT(*) FROM visits WHERE department = E'A'", "0A000", "(E'…') is not"),
+        ("SELECT COUNT(*) FROM visits WHERE department = U&'A'", "0A000", "(U&'…') is not"),
+        ("SELECT COUNT(*) / U&'1' FROM visits", "0A000", "(U&'…') is not allowed in the select"),
+        # sqlglot reads INTERVAL '1 day 02:00' as INTERVAL '1' DAY: another query.
+        (
+            "SELECT COUNT(*) FROM visits WHERE TIMESTAMP '2020-01-02' - INTERVAL '1 day 02:00'"
+            " > TIMESTAMP '2020-01-01'",
+            "0A000",
+            "INTERVAL '1 day 02:00' is not supported",
+        ),
     ],
 )
 def test_rejections_name_what_the_analyst_wrote(sql: str, code: str, message: str) -> None:
@@ -47,6 +69,14 @@ def test_rejections_name_what_the_analyst_wrote(sql: str, code: str, message: st
         plan(sql, CATALOG, PlanRequest(1.0))
     assert caught.value.sqlstate == code and message in caught.value.message
     assert "<class" not in caught.value.message and "sqlglot" not in caught.value.message
+    assert "<Token" not in caught.value.message and "tokenizing" not in caught.value.message
+
+
+def test_the_analysts_sql_is_not_logged_by_sqlglot(caplog: pytest.LogCaptureFixture) -> None:
+    """sqlglot logs a statement it reads only in part: a password would reach the log."""
+    with caplog.at_level(logging.DEBUG), pytest.raises(Rejected):
+        plan("ALTER USER alice PASSWORD 'plaintext-secret'", CATALOG, PlanRequest(1.0))
+    assert "plaintext-secret" not in caplog.text
 
 
 @pytest.mark.parametrize(

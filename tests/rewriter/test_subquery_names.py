@@ -161,3 +161,50 @@ def test_the_column_of_the_one_item_that_has_it_is_read() -> None:
         "SELECT COUNT(*) FROM visits v JOIN patients s ON v.patient_id = s.patient_id "
         "WHERE v.patient_id > 3 AND s.sex = 'F'"
     )
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT COUNT(DISTINCT s.pid) FROM (SELECT patient_id AS pid FROM visits) s",
+        "WITH s AS (SELECT patient_id AS pid, cost FROM visits WHERE cost > 10) "
+        "SELECT COUNT(DISTINCT pid), COUNT(*) FROM s",
+    ],
+)
+def test_count_distinct_of_the_unit_under_a_subquery_name(sql: str) -> None:
+    """The unit renamed in a row-level subquery is still the unit: counted as persons."""
+    made = plan(sql, catalog("main"), PlanRequest(1.0))
+    assert made.measurements[0].spec.kind.value == "units"
+    assert made.measurements[0].mechanism.sensitivity == 1
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT COUNT(DISTINCT s.d) FROM (SELECT department AS d FROM visits) s",
+        "SELECT COUNT(DISTINCT s.pid) FROM (SELECT patient_id + 0 AS pid FROM visits) s",
+    ],
+)
+def test_count_distinct_of_another_subquery_name_is_refused(sql: str) -> None:
+    with pytest.raises(Rejected, match="only for the privacy unit"):
+        plan(sql, catalog("main"), PlanRequest(1.0))
+
+
+@pytest.mark.parametrize(
+    ("sql", "labels"),
+    [
+        (
+            "SELECT COUNT(DISTINCT s.pid), SUM(s.c) FROM "
+            "(SELECT patient_id AS pid, cost AS c FROM visits) s",
+            ["COUNT(DISTINCT s.pid)", "SUM(s.c)"],
+        ),
+        (
+            "WITH s AS (SELECT stay * 2 AS d FROM visits) SELECT AVG(d + 1), COUNT(*) FROM s",
+            ["AVG(d + 1)", "COUNT(*)"],
+        ),
+    ],
+)
+def test_accuracy_labels_name_the_subquerys_columns_as_written(sql: str, labels: list[str]) -> None:
+    """Not the inlined expressions (it read COUNT(DISTINCT ("s"."patient_id")))."""
+    made = plan(sql, catalog("main"), PlanRequest(1.0))
+    assert [a.label for a in made.accuracy()] == labels

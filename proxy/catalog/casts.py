@@ -1,0 +1,104 @@
+"""PostgreSQL's casts as DuckDB computes them over the emulated catalog.
+
+DuckDB has no reg* types, no oid, name or "char": an OID is a BIGINT, a name is VARCHAR.
+PostgreSQL shows a regclass (regtype, regnamespace) as a name but compares it as an OID,
+so a reg* cast becomes an OID, or the name the emulation's macros look up where the
+value is shown. A cast to a type the catalog does not know is refused rather than left
+for DuckDB to read some other way.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from proxy.catalog.functions import macro_call
+from proxy.catalog.local_times import zoned_cast
+from proxy.catalog.refusal import CatalogRefused
+from proxy.catalog.session_values import SessionValues
+
+_OID_TYPES = frozenset({"oid", "xid", "cid", "regrole", "regoper", "regoperator"})
+_TEXT_TYPES = frozenset(
+    {"name", "text", "varchar", "bpchar", "char", '"char"', "character varying", "character"}
+)
+_INT_TYPES = {
+    "int2": "SMALLINT",
+    "smallint": "SMALLINT",
+    "int4": "INTEGER",
+    "integer": "INTEGER",
+    "int": "INTEGER",
+    "int8": "BIGINT",
+    "bigint": "BIGINT",
+}
+
+
+def type_name(to: exp.Expression) -> str:
+    """The PostgreSQL name of a cast's type, lower case ("array" for any array)."""
+    if isinstance(to, exp.DataType) and to.this == exp.DataType.Type.USERDEFINED:
+        kind = to.args.get("kind")
+        name = kind.name if isinstance(kind, exp.Dot) else str(kind)
+        return name.lower()
+    if isinstance(to, exp.ObjectIdentifier):
+        return str(to.this).lower()
+    if isinstance(to, exp.DataType):
+        if to.this == exp.DataType.Type.ARRAY:
+            return "array"
+        return to.sql(dialect="postgres").lower()
+    return to.sql(dialect="postgres").lower()
+
+
+def rewrite_cast(node: exp.Cast, session: SessionValues) -> exp.Expression:
+    to = node.args["to"]
+    name = type_name(to)
+    value = node.this
+    shown = _shown_as_text(node)
+    zoned = zoned_cast(node, session)
+    if zoned is not None:
+        return zoned
+    if name == "regclass":
+        oid = value if not _is_text(value) else macro_call("to_regclass", value)
+        return macro_call("regclass_name", oid) if shown else oid
+    if name == "regtype":
+        oid = value if not _is_text(value) else macro_call("to_regtype", value)
+        return macro_call("regtype_name", oid) if shown else oid
+    if name == "regnamespace":
+        oid = value if not _is_text(value) else macro_call("to_regnamespace", value)
+        return macro_call("regnamespace_name", oid) if shown else oid
+    if name in ("regproc", "regprocedure"):
+        return macro_call("regproc_name", value)
+    if name in _OID_TYPES:
+        return exp.cast(value, exp.DataType.build("BIGINT"))
+    if name in _TEXT_TYPES or name.startswith(("varchar", "character", "bpchar")):
+        return exp.cast(value, exp.DataType.build("VARCHAR"))
+    if name in _INT_TYPES:
+        return exp.cast(value, exp.DataType.build(_INT_TYPES[name]))
+    if isinstance(to, exp.DataType) and to.this == exp.DataType.Type.ARRAY:
+        inner = to.expressions[0] if to.expressions else None
+        inner_name = type_name(inner) if inner is not None else ""
+        if inner_name in _INT_TYPES:
+            return exp.cast(value, exp.DataType.build(f"{_INT_TYPES[inner_name]}[]"))
+        if inner_name in _OID_TYPES or inner_name in ("regtype", "regclass"):
+            return exp.cast(value, exp.DataType.build("BIGINT[]"))
+        if inner_name in _TEXT_TYPES:
+            return exp.cast(value, exp.DataType.build("VARCHAR[]"))
+    if isinstance(to, exp.DataType) and to.this == exp.DataType.Type.USERDEFINED:
+        raise CatalogRefused(f"dpproxy's catalog does not support the type {name}")
+    return node
+
+
+def _is_text(node: exp.Expression) -> bool:
+    if isinstance(node, exp.Literal):
+        return bool(node.is_string)
+    if isinstance(node, exp.Cast):
+        return type_name(node.args["to"]) in _TEXT_TYPES
+    return False
+
+
+def _shown_as_text(node: exp.Cast) -> bool:
+    """Whether a reg* cast's value is shown (output column, ::text, ORDER BY) rather than
+    compared: PostgreSQL shows regclass as the relation's name, compares it as an OID."""
+    parent = node.parent
+    while isinstance(parent, exp.Alias | exp.Paren):
+        parent = parent.parent
+    if isinstance(parent, exp.Cast):
+        return type_name(parent.args["to"]) in _TEXT_TYPES
+    return isinstance(parent, exp.Select | exp.Ordered)

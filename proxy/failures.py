@@ -1,0 +1,107 @@
+"""What the client is told (and the log says) about a query the pipeline could not answer for
+a reason that is not the query's: a state store that cannot record it (:func:`ledger_failure`),
+a reservation another server already finished (:func:`already_recorded`), a charged query
+that failed in the database, the release or post-processing (:func:`failed_after_charge`).
+
+Apart from ``proxy.pipeline`` because this is wording: each says whether the charge stands,
+with its SQLSTATE and hint, and the pipeline only decides which applies. Logged under the
+pipeline's logger (``dpproxy.pipeline``).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from accountant import Cost, Reservation, StateStoreError, WriteOutcomeUnknown
+from accountant.connection import store_is_busy
+from proxy.backends import BackendError, CancelToken, QueryCanceled
+from proxy.postprocess import PostProcessError
+from proxy.seam import QueryError
+from proxy.sqlstate import (
+    IO_ERROR,
+    OBJECT_NOT_IN_PREREQUISITE_STATE,
+    QUERY_CANCELED,
+    sqlstate_for,
+)
+from rewriter import ReleaseError
+
+logger = logging.getLogger("dpproxy.pipeline")
+
+#: PostgreSQL's lock_not_available: the state store stayed locked by another writer.
+LOCK_NOT_AVAILABLE = "55P03"
+
+
+def ledger_failure(error: StateStoreError, *, charged: Cost | None = None) -> QueryError:
+    """The client's error for a state store that could not record a query: busy (locked
+    by another process past the store's timeout), or unusable. Logged in one line."""
+    stands = (
+        f"the charge of {charged} stands (it was recorded before the query ran), but its "
+        "outcome could not be recorded, so no answer is given (dpproxy records the query as "
+        "failed as soon as the ledger can be written again)"
+        if charged is not None
+        else "the query did not run; its charge may have been recorded just before the "
+        "ledger stopped answering: if so it stands, and the query is recorded as failed"
+        if isinstance(error, WriteOutcomeUnknown) and error.attempt is not None
+        else "nothing was charged"
+    )
+    if store_is_busy(error):
+        logger.warning("the state store is busy; a statement was not answered: %s", error)
+        return QueryError(
+            LOCK_NOT_AVAILABLE,
+            f"the budget ledger is busy (locked by another process); {stands}",
+            hint="try again in a moment; if it stays busy, ask an admin to look at the dpproxy log",
+        )
+    logger.error("the state store failed; a statement was not answered: %s", error)
+    return QueryError(
+        IO_ERROR,
+        f"the budget ledger cannot be used; {stands}",
+        hint="ask an admin to look at the dpproxy log",
+    )
+
+
+def already_recorded(cost: Cost, reservation: Reservation) -> QueryError:
+    """The client's error for a charged query whose reservation another dpproxy server
+    sharing the ledger already finished: it took this server for stopped (its connection
+    to the state database was lost for a moment) and recorded the query as failed."""
+    logger.warning(
+        "reservation %d was already recorded as failed by another server sharing the state "
+        "store (this server's connection to it was lost); no answer was given",
+        reservation.id,
+    )
+    return QueryError(
+        OBJECT_NOT_IN_PREREQUISITE_STATE,
+        f"the charge of {cost} stands, but no answer is given: another dpproxy server "
+        "sharing the budget ledger already recorded this query as failed (this server's "
+        "connection to the ledger was lost while the query ran)",
+        hint="run the query again (it is charged again); if this happens often, ask an admin "
+        "to look at the dpproxy log",
+    )
+
+
+def failed_after_charge(
+    failure: BackendError | ReleaseError | PostProcessError, cost: Cost, token: CancelToken
+) -> tuple[str, QueryError]:
+    """A charged query that failed: the reason its audit record gives, and the client's
+    error (a cancel request's or the statement timeout's 57014, ``token.reason``)."""
+    if isinstance(failure, QueryCanceled):
+        return (
+            f"{type(failure).__name__}: canceled due to {token.reason}",
+            QueryError(
+                QUERY_CANCELED,
+                f"canceling statement due to {token.reason}; the charge of {cost} stands",
+            ),
+        )
+    reason = f"{type(failure).__name__}: {failure}"
+    if isinstance(failure, PostProcessError):
+        return reason, QueryError(
+            "22000",
+            f"the noisy answer could not be post-processed: {failure.reason}; the "
+            f"charge of {cost} stands",
+            hint="check the casts and arithmetic of the select list, HAVING and "
+            "ORDER BY (e.g. cast a count to bigint, not smallint)",
+        )
+    return reason, QueryError(
+        sqlstate_for(failure),
+        f"the query failed in the database; the charge of {cost} stands",
+        hint="if it keeps failing, ask an admin to look at the dpproxy log",
+    )

@@ -1,0 +1,169 @@
+"""How an answer reports its cost and its accuracy: the NOTICE that comes with it (what it
+cost, what is left, the 95% interval of each aggregate's noise, the bounds, the groups, what
+the bias checks found) and, with ``SET dpproxy.report = columns``, the ``<name>_ci95`` and
+``<name>_bias`` columns.
+
+Apart from ``proxy.pipeline`` because it is presentation only: it runs after the release,
+from values the pipeline already has, and changes nothing that is charged or recorded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from decimal import Decimal
+from typing import Literal
+
+from accountant import AnalystBudget, AuditRecord, Cost, Epsilon, Reservation
+from accountant.budget import format_delta
+from proxy.asker import Asker
+from proxy.postprocess import Answer, ReportColumn, interval_columns, with_intervals
+from proxy.seam import Notice, StatementResult
+from rewriter import Plan, Release
+from rewriter.bias import CHECK_SHARE
+
+#: ``SET dpproxy.report``: intervals (and bias flags) in a NOTICE only, or also as
+#: ``<name>_ci95`` and ``<name>_bias`` columns.
+Report = Literal["notice", "columns"]
+
+
+def intervals(query_plan: Plan, report: Report) -> tuple[ReportColumn, ...] | None:
+    if report != "columns":
+        return None
+    return interval_columns(query_plan.released_columns, query_plan.accuracy(), query_plan.post_sql)
+
+
+def charged_answer(
+    query_plan: Plan,
+    released: Release,
+    answer: Answer,
+    *,
+    asker: Asker,
+    cost: Cost,
+    reservation: Reservation,
+    record: AuditRecord,
+    report: Report,
+    bias_check: bool,
+) -> StatementResult:
+    """The statement's result for an answer charged by ``reservation`` and recorded as
+    ``record``: with its interval and bias columns (``report``), and its NOTICE."""
+    remaining = record.remaining if record.remaining is not None else reservation.remaining_after
+    total = reservation.total if reservation.total is not None else asker.budget.total
+    columns = intervals(query_plan, report)
+    notes: tuple[Notice, ...] = ()
+    if columns is not None:
+        answer = with_intervals(answer, columns, released.bias)
+    elif report == "columns":
+        notes = (
+            Notice(
+                message="dpproxy.report = columns: no _ci95 or _bias columns for this query",
+                detail="they are added when the select list names aggregates and "
+                "GROUP BY keys directly (no arithmetic on them); "
+                "see the other notice for the intervals of the aggregates and any bias",
+            ),
+        )
+    result = _result(
+        query_plan,
+        released,
+        answer,
+        asker=asker,
+        cost=cost,
+        remaining=remaining,
+        total=total,
+        delta_left=reservation.delta_remaining if cost.delta else None,
+        bias_check=bias_check,
+    )
+    return replace(result, notices=result.notices + notes)
+
+
+def _result(
+    query_plan: Plan,
+    released: Release,
+    answer: Answer,
+    *,
+    asker: Asker,
+    cost: Cost,
+    remaining: Epsilon,
+    total: Epsilon,
+    delta_left: Decimal | None = None,
+    bias_check: bool = False,
+) -> StatementResult:
+    notice = Notice(
+        message=(
+            f"dpproxy: this answer cost {cost}; {asker.analyst} has {remaining} left of {total}"
+            + (f" (at δ={_delta(asker.budget)})" if query_plan.gaussian else "")
+            + (
+                f"; δ={format_delta(delta_left)} left for partition selection"
+                if delta_left is not None
+                else ""
+            )
+        ),
+        detail=detail(query_plan, released, bias_check),
+    )
+    return StatementResult(
+        tag=f"SELECT {len(answer.rows)}",
+        columns=answer.columns,
+        rows=answer.rows,
+        notices=(notice,),
+    )
+
+
+def detail(query_plan: Plan, released: Release, bias_check: bool = False) -> str:
+    """The NOTICE's detail: the 95% interval of each aggregate's noise, the bounds, what
+    the bias checks found (``SET dpproxy.bias_check = on``) and the free bias hints."""
+    intervals = []
+    for accuracy in released.accuracy:
+        if accuracy.half_width_95 is not None:
+            intervals.append(f"{accuracy.label} ±{format_width(accuracy.half_width_95)}")
+        elif accuracy.note:
+            intervals.append(f"{accuracy.label}: {accuracy.note}")
+    groups = ""
+    if query_plan.keys and query_plan.selection is not None:
+        groups = (
+            f" Each person counts in at most {query_plan.max_groups_per_unit} group(s). "
+            "The groups are keys found in the data: a group is released only if its noisy "
+            f"count of persons reaches {query_plan.selection.threshold} (partition selection); "
+            f"{len(released.rows)} group(s) are released."
+        )
+    elif query_plan.keys:
+        groups = (
+            f" Each person counts in at most {query_plan.max_groups_per_unit} group(s); "
+            f"{len(released.rows)} group(s) from the public domain are released."
+        )
+    warnings = "".join(f" Possible bias: {warning}." for warning in released.warnings)
+    return (
+        "95% confidence of the noise: " + "; ".join(intervals) + ". "
+        f"Each person counts for at most {query_plan.max_rows_per_unit} row(s) of "
+        f"{query_plan.table}; values are clamped to their declared bounds."
+        + groups
+        + _bias_checks(query_plan, released, bias_check)
+        + warnings
+    )
+
+
+def _bias_checks(query_plan: Plan, released: Release, bias_check: bool) -> str:
+    """What the bias checks found, or (checks asked for) that none applies."""
+    budget = "ρ" if query_plan.gaussian else "ε"
+    blind = "".join(f" Not checked: {note}." for note in query_plan.unchecked)
+    if released.checks:
+        return (
+            f" Bias check ({CHECK_SHARE:.0%} of this query's {budget}): "
+            + "; ".join(released.checks)
+            + "."
+            + blind
+        )
+    if bias_check:
+        return (
+            f" Bias check: none applies to this query, so none of its {budget} went to checks."
+            + blind
+        )
+    return ""
+
+
+def _delta(budget: AnalystBudget) -> str:
+    return format_delta(budget.delta)
+
+
+def format_width(width: float) -> str:
+    if width >= 100:
+        return f"{width:,.0f}"
+    return f"{width:.3g}"

@@ -1,0 +1,74 @@
+"""Casts that every value of the kind cast fits.
+
+A resolved row-level expression may not cast a value to a type it might not fit (text to
+a number, a real to an integer, a narrowing integer): the cast would fail on some rows
+only. Literals may be cast freely, whether they fit does not depend on the data (a date
+or timestamp written as text is checked now, ``literals.moment_literal``); constant
+casts such as ``CAST('x' AS INTEGER)`` are evaluated before the query runs
+(``rewriter.passes.constants``).
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from rewriter.catalog import ColumnType
+from rewriter.errors import Rejected
+from rewriter.passes.value_types.kinds import BOOLEAN, DATE, LITERAL_TEXT, NULL, NUMBER, TEXT, TIME
+from rewriter.passes.value_types.literals import moment_literal
+from rewriter.scope import Scope
+
+_SAFE_CAST_TARGETS = {
+    # target type -> the kinds of values that always fit it
+    exp.DataType.Type.TEXT: {NUMBER, TEXT, DATE, TIME, BOOLEAN, NULL, LITERAL_TEXT},
+    exp.DataType.Type.VARCHAR: {NUMBER, TEXT, DATE, TIME, BOOLEAN, NULL, LITERAL_TEXT},
+    exp.DataType.Type.DOUBLE: {NUMBER, NULL},
+    exp.DataType.Type.FLOAT: {NUMBER, NULL},
+    exp.DataType.Type.DATE: {DATE, TIME, NULL},
+    exp.DataType.Type.TIMESTAMP: {DATE, TIME, NULL},
+    exp.DataType.Type.BOOLEAN: {BOOLEAN, NULL},
+}
+
+#: In raw contexts, casts to these types only of columns of these types (see ``cast_kind``).
+_RAW_NARROWED = {
+    exp.DataType.Type.DOUBLE: {ColumnType.INTEGER, ColumnType.FLOAT},
+    exp.DataType.Type.FLOAT: set(),
+    exp.DataType.Type.TIMESTAMP: {ColumnType.TIMESTAMP},
+}
+
+
+def cast_kind(node: exp.Cast, source: str, scope: Scope, where: str, *, raw: bool = True) -> str:
+    """The kind of a cast of a value of kind ``source``; Rejected if some value of that
+    kind might not fit the target type."""
+    target = node.to.this
+    literal = isinstance(node.this, (exp.Literal, exp.Null, exp.Boolean))
+    safe = _SAFE_CAST_TARGETS.get(target, set())
+    if raw and target in _RAW_NARROWED:
+        # Raw values keep their physical type: a HUGEINT does not fit a BIGINT, a DOUBLE
+        # not a REAL, a PostgreSQL NUMERIC of 1e400 not a DOUBLE, a date of the year
+        # 300000 not a TIMESTAMP (errors on those rows only). Inside aggregates values
+        # are cleaned first (clamped, as DOUBLE or BIGINT), so these casts are safe there.
+        column = node.this if isinstance(node.this, exp.Column) else None
+        fits = column is not None and scope.info(column).type in _RAW_NARROWED[target]
+        safe = safe if fits else set()
+    if literal and target in (exp.DataType.Type.DATE, exp.DataType.Type.TIMESTAMP):
+        moment_literal(node, where)
+    if not literal and source not in safe:
+        raise Rejected(
+            f"{node.sql(dialect='postgres')} in {where} could fail on some values, and the "
+            "error would reveal them",
+            hint="compare or round instead of casting, or cast to text",
+        )
+    return _target_kind(target)
+
+
+def _target_kind(target: exp.DType) -> str:
+    if target in (exp.DataType.Type.TEXT, exp.DataType.Type.VARCHAR):
+        return TEXT
+    if target == exp.DataType.Type.DATE:
+        return DATE
+    if target == exp.DataType.Type.TIMESTAMP:
+        return TIME
+    if target == exp.DataType.Type.BOOLEAN:
+        return BOOLEAN
+    return NUMBER

@@ -1,0 +1,42 @@
+"""Functions and operators of a text, applied to a value that is not one.
+
+``lower(stay > 1)`` or ``(cost > 1) LIKE 'a%'`` fail on every row, after the query was
+charged; LIKE on a value dpproxy does not read as text (bytea, citext, an array) can fail
+too, under the default collation the PostgreSQL SQL reads it with
+(``rewriter.passes.collations``).
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from rewriter.errors import Rejected
+from rewriter.passes.value_types.kinds import BOOLEAN, DATE, NUMBER, OTHER, TIME
+
+#: Functions and operators of a text (their first argument): any other value fails.
+_ON_TEXT = (exp.Lower, exp.Upper, exp.Trim, exp.Substring, exp.Length, exp.Like, exp.ILike)
+_NOT_TEXT = frozenset({NUMBER, DATE, TIME, BOOLEAN})
+
+
+def check_text_argument(node: exp.Expr, found: dict[int, str], where: str) -> None:
+    """Raise Rejected if ``node`` is a function or operator of a text applied to a value
+    of another kind (the kinds of its arguments in ``found``, by ``id``)."""
+    if isinstance(node, (exp.Like, exp.ILike)) and found.get(id(node.this)) == OTHER:
+        # bytea, citext, arrays: the PostgreSQL SQL reads the text LIKE matches under the
+        # default collation (passes.collations), which bytea refuses on every row.
+        raise Rejected(
+            f"{node.sql(dialect='postgres')} in {where}: LIKE needs a text value, not a "
+            "value of a type dpproxy does not read as text (bytea, citext, an array); the "
+            "database could fail on it after the query was charged",
+            hint="apply LIKE to a text or varchar column",
+        )
+    if isinstance(node, _ON_TEXT) and found.get(id(node.this)) in _NOT_TEXT:
+        # lower(stay > 1), (cost > 1) LIKE 'a%' fail on every row, after the charge.
+        name = "LIKE" if isinstance(node, (exp.Like, exp.ILike)) else f"{node.key}()"
+        raise Rejected(
+            f"{node.sql(dialect='postgres')} in {where}: {name} needs a text value, not a "
+            f"{found[id(node.this)]}; the database would fail on every row, after the query "
+            "was charged",
+            hint="apply it to a text column, or cast the value to text first, e.g. "
+            "CAST(stay AS TEXT) LIKE '1%'",
+        )
