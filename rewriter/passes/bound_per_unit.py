@@ -139,35 +139,10 @@ def bounded_query(
     source: exp.Expr = exp.alias_(inner.subquery(copy=False), UNIT_ALIAS, quoted=True, copy=False)
     per_unit = UNIT_ALIAS
     if keys:
-        # Each unit keeps at most max_groups of its groups, in a random order, while their
-        # rows (each group's counted as at most max_rows) add up to at most max_rows.
-        order = exp.Order(expressions=[exp.Ordered(this=_col(RANDOM_COLUMN, UNIT_ALIAS))])
-        rank = exp.Window(
-            this=exp.RowNumber(), partition_by=[_col(UNIT_COLUMN, UNIT_ALIAS)], order=order
-        )
-        group_rows = _clamp(_col(GROUP_ROWS_COLUMN, UNIT_ALIAS), 0, joins.max_rows_per_unit)
-        so_far = exp.Window(
-            this=exp.Sum(this=group_rows),
-            partition_by=[_col(UNIT_COLUMN, UNIT_ALIAS)],
-            order=order.copy(),
-            spec=exp.WindowSpec(
-                kind="ROWS", start="UNBOUNDED", start_side="PRECEDING", end="CURRENT ROW"
-            ),
-        )
-        ranked = exp.select(
-            exp.Star(),
-            exp.alias_(rank, RANK_COLUMN, quoted=True, copy=False),
-            exp.alias_(so_far, ROWS_SO_FAR_COLUMN, quoted=True, copy=False),
-            *person_selects(
-                checks,
-                unit=_col(UNIT_COLUMN, UNIT_ALIAS),
-                group_rows=_col(GROUP_ROWS_COLUMN, UNIT_ALIAS),
-                max_rows=joins.max_rows_per_unit,
-                max_groups=max_groups,
-            ),
-        ).from_(source, copy=False)
         per_unit = RANKED_ALIAS
-        source = exp.alias_(ranked.subquery(copy=False), RANKED_ALIAS, quoted=True, copy=False)
+        source = _ranked(
+            source, max_rows=joins.max_rows_per_unit, max_groups=max_groups, checks=checks
+        )
 
     outer = exp.select(*(_col(k.name, per_unit) for k in keys))
     outer = outer.select(*_totals(measurements, per_unit, exact), copy=False)
@@ -180,17 +155,59 @@ def bounded_query(
     )
     outer = outer.select(*counted, copy=False).from_(source, copy=False)
     if keys:
-        kept = exp.and_(
-            exp.LTE(this=_col(RANK_COLUMN, per_unit), expression=integer(max_groups)),
-            exp.LTE(
-                this=_col(ROWS_SO_FAR_COLUMN, per_unit),
-                expression=integer(joins.max_rows_per_unit),
-            ),
-        )
+        kept = _kept(per_unit, max_rows=joins.max_rows_per_unit, max_groups=max_groups)
         outer = outer.where(kept, copy=False).group_by(
             *(_col(k.name, per_unit) for k in keys), copy=False
         )
     return outer
+
+
+def _ranked(
+    source: exp.Expr, *, max_rows: int, max_groups: int, checks: tuple[CheckSpec, ...]
+) -> exp.Expr:
+    """The per-unit rows of ``source`` with each group's rank in the unit's random order
+    and, with more than one group per unit, the unit's rows in it and those before it."""
+    # Each unit keeps at most max_groups of its groups, in a random order, while their
+    # rows (each group's counted as at most max_rows) add up to at most max_rows.
+    order = exp.Order(expressions=[exp.Ordered(this=_col(RANDOM_COLUMN, UNIT_ALIAS))])
+    rank = exp.Window(
+        this=exp.RowNumber(), partition_by=[_col(UNIT_COLUMN, UNIT_ALIAS)], order=order
+    )
+    # With one group per unit, the group it keeps is its first, within max_rows alone
+    # (its rows are counted as at most max_rows): the running count is left out.
+    running = []
+    if max_groups > 1:
+        so_far = exp.Window(
+            this=exp.Sum(this=_clamp(_col(GROUP_ROWS_COLUMN, UNIT_ALIAS), 0, max_rows)),
+            partition_by=[_col(UNIT_COLUMN, UNIT_ALIAS)],
+            order=order.copy(),
+            spec=exp.WindowSpec(
+                kind="ROWS", start="UNBOUNDED", start_side="PRECEDING", end="CURRENT ROW"
+            ),
+        )
+        running.append(exp.alias_(so_far, ROWS_SO_FAR_COLUMN, quoted=True, copy=False))
+    ranked = exp.select(
+        exp.Star(),
+        exp.alias_(rank, RANK_COLUMN, quoted=True, copy=False),
+        *running,
+        *person_selects(
+            checks,
+            unit=_col(UNIT_COLUMN, UNIT_ALIAS),
+            group_rows=_col(GROUP_ROWS_COLUMN, UNIT_ALIAS),
+            max_rows=max_rows,
+            max_groups=max_groups,
+        ),
+    ).from_(source, copy=False)
+    return exp.alias_(ranked.subquery(copy=False), RANKED_ALIAS, quoted=True, copy=False)
+
+
+def _kept(per_unit: str, *, max_rows: int, max_groups: int) -> exp.Expr:
+    """The groups a unit keeps: its first max_groups, within max_rows rows together."""
+    kept: exp.Expr = exp.LTE(this=_col(RANK_COLUMN, per_unit), expression=integer(max_groups))
+    if max_groups == 1:
+        return kept
+    rows = exp.LTE(this=_col(ROWS_SO_FAR_COLUMN, per_unit), expression=integer(max_rows))
+    return exp.and_(kept, rows)
 
 
 def _partials(

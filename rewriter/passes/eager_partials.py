@@ -62,7 +62,11 @@ def eager_partials(
     unit = joins.unit
     items = [_Item(s.alias, s.this) for s in selects if isinstance(s, exp.Alias)]
     ons = [*(j.on for j in joins.joins), *(h.on for h in joins.unit_joins)]
-    if len(items) != len(selects) or _reads_query([*selects, *conditions, *ons]):
+    if (
+        not any(j.kind == "inner" for j in joins.joins)  # no upper table: inner joins only
+        or len(items) != len(selects)
+        or _reads_query([*selects, *conditions, *ons])
+    ):
         return None
     if items[0].name != unit_column or not _same(items[0].expression, unit):
         return None

@@ -71,6 +71,21 @@ def test_group_bounding_keeps_at_most_max_groups_per_unit() -> None:
     assert len(chosen) > 1, "the groups kept should be chosen at random"
 
 
+def test_one_group_per_unit_needs_no_running_count_of_rows() -> None:
+    """With one group per unit, the group it keeps is its first, whose rows count as at most
+    max_rows_per_unit: the bounded query ranks the groups without counting rows so far."""
+    one, two = (
+        plan(
+            "SELECT department, COUNT(*), SUM(stay) FROM visits GROUP BY department",
+            catalog_with_groups(groups),
+            PlanRequest(1.0),
+        )
+        for groups in (1, 2)
+    )
+    assert "rows_so_far" not in one.sql and '"group_rank" <= 1' in one.sql
+    assert "rows_so_far" in two.sql and '"group_rank" <= 2' in two.sql
+
+
 @pytest.mark.parametrize(("max_groups", "expected"), [(1, 1), (2, 2), (5, 3)])
 def test_sensitivity_scales_with_groups(max_groups: int, expected: int) -> None:
     query_plan = plan(
@@ -97,26 +112,28 @@ rows_strategy = st.lists(
 )
 
 
+@pytest.mark.parametrize("max_groups", [1, 3])
 @settings(max_examples=40, deadline=None)
 @given(rows_strategy)
 def test_grouped_answer_equals_independent_python(
-    data: list[tuple[int, str, float | None, int | None]],
+    max_groups: int, data: list[tuple[int, str, float | None, int | None]]
 ) -> None:
     rows: list[Row] = [(i, p, d, c, s) for i, (p, d, c, s) in enumerate(data)]
     query_plan = plan(
         "SELECT department, COUNT(*), SUM(stay), SUM(cost) FROM visits "
         "WHERE stay IS NULL OR stay <> 5 GROUP BY department",
-        catalog_with_groups(3),
+        catalog_with_groups(max_groups),
         PlanRequest(1.0),
     )
     exact = duckdb_with(rows).execute(in_key_order(query_plan)).fetchall()
     got = sorted([str(k), *(int(v) for v in vs)] for k, *vs in exact)
-    # The departments each patient keeps, in key order: at most 3, within its 3 rows.
+    # The departments each patient keeps, in key order: at most max_groups, within its
+    # 3 rows (the first one kept whatever its rows: they count as 3 at most).
     rows = reference.kept(
         rows,
         lambda r: r[2],
         lambda r: r[2] in ("A", "B", "C") and (r[4] is None or r[4] != 5),
-        groups=3,
+        groups=max_groups,
     )
 
     def keep(dept: str) -> reference.Callable[[Row], bool]:
