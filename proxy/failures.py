@@ -1,7 +1,10 @@
 """What the client is told (and the log says) about a query the pipeline could not answer for
 a reason that is not the query's: a state store that cannot record it (:func:`ledger_failure`),
 a reservation another server already finished (:func:`already_recorded`), a charged query
-that failed in the database, the release or post-processing (:func:`failed_after_charge`).
+that failed in the database, the release or post-processing (:func:`failed_after_charge`),
+a client that went away before its answer was sent (:func:`client_left`), and the admin's
+warning about an answer recorded as given that did not reach its client
+(:func:`answer_not_written`).
 
 Apart from ``proxy.pipeline`` because this is wording: each says whether the charge stands,
 with its SQLSTATE and hint, and the pipeline only decides which applies. Logged under the
@@ -12,12 +15,21 @@ from __future__ import annotations
 
 import logging
 
-from accountant import Cost, Reservation, StateStoreError, WriteOutcomeUnknown
+from accountant import (
+    Attempt,
+    AuditRecord,
+    Cost,
+    Reservation,
+    StateStoreError,
+    WriteOutcomeUnknown,
+)
 from accountant.connection import store_is_busy
 from proxy.backends import BackendError, CancelToken, QueryCanceled
 from proxy.postprocess import PostProcessError
+from proxy.protocol.delivery import CLIENT_DISCONNECT
 from proxy.seam import QueryError
 from proxy.sqlstate import (
+    CONNECTION_FAILURE,
     IO_ERROR,
     OBJECT_NOT_IN_PREREQUISITE_STATE,
     QUERY_CANCELED,
@@ -29,6 +41,11 @@ logger = logging.getLogger("dpproxy.pipeline")
 
 #: PostgreSQL's lock_not_available: the state store stayed locked by another writer.
 LOCK_NOT_AVAILABLE = "55P03"
+#: The audit reason of a charged query whose client went away before its answer was sent
+#: (recorded as failed, with 0 rows): stopped in the database, or its answer held back.
+CLIENT_LEFT_REASON = (
+    "the client disconnected before the answer was sent: no answer was given; the charge stands"
+)
 
 
 def ledger_failure(error: StateStoreError, *, charged: Cost | None = None) -> QueryError:
@@ -104,4 +121,55 @@ def failed_after_charge(
         sqlstate_for(failure),
         f"the query failed in the database; the charge of {cost} stands",
         hint="if it keeps failing, ask an admin to look at the dpproxy log",
+    )
+
+
+def stopped_by_disconnect(
+    failure: BackendError | ReleaseError | PostProcessError, token: CancelToken
+) -> bool:
+    """Whether ``failure`` is the database's query stopped because its client went away."""
+    return (
+        isinstance(failure, QueryCanceled) and token.canceled and token.reason == CLIENT_DISCONNECT
+    )
+
+
+def client_left(analyst: str, reservation: Reservation) -> QueryError:
+    """The error for a charged query whose client went away before its answer was sent
+    (recorded with CLIENT_LEFT_REASON): as PostgreSQL's, though no one reads it now."""
+    logger.info(
+        "the client of %s disconnected before its answer was sent; reservation %d is "
+        "recorded as failed (the charge stands)",
+        analyst,
+        reservation.id,
+    )
+    return QueryError(CONNECTION_FAILURE, "connection to client lost", severity="FATAL")
+
+
+def answer_not_written(record: AuditRecord, written: bool) -> None:
+    """Warn the admin when the answer of ``record`` (accepted, written before the answer
+    is sent) did not reach its client: it went away while the record was being written,
+    or sending failed. The audit log is append-only, so the record keeps saying accepted."""
+    if written:
+        return
+    logger.warning(
+        "audit record %d says accepted (%s rows, for %s), but its answer did not reach the "
+        "client: it disconnected while the record was being written, or sending failed; "
+        "the audit log cannot be amended, so the record stays; the charge stands",
+        record.id,
+        record.rows,
+        record.analyst,
+    )
+
+
+def cached_answer_not_written(attempt: Attempt, written: bool) -> None:
+    """The same for an answer from the answer cache (nothing was charged for it)."""
+    if written:
+        return
+    logger.warning(
+        "the audit record of a cached answer to %s's query started at %s says cached, but "
+        "the answer did not reach the client: it disconnected while the record was being "
+        "written, or sending failed (nothing was charged): %r",
+        attempt.analyst,
+        attempt.started_at.isoformat(),
+        attempt.sql,
     )

@@ -193,8 +193,15 @@ class Placeholder:
 @dataclass(frozen=True)
 class Scan:
     placeholders: tuple[Placeholder, ...]
-    statements: int
-    """How many statements the text holds: ``;`` separates them; empty ones do not count."""
+    spans: tuple[tuple[int, int], ...]
+    """Where each statement is: ``sql[start:end]``, from after the previous ``;`` (comments
+    before the statement included) to its own ``;`` (excluded) or the end. ``;`` separates
+    statements; empty ones (``;;``, or only comments) do not count."""
+
+    @property
+    def statements(self) -> int:
+        """How many statements the text holds."""
+        return len(self.spans)
 
 
 _IDENT_START = "A-Za-z_\u0080-\U0010ffff"
@@ -217,12 +224,13 @@ _COMMENT_MARK = re.compile(r"/\*|\*/")
 
 
 def scan(sql: str) -> Scan:
-    """The placeholders and the number of statements of ``sql``, read as PostgreSQL's
+    """The placeholders and the statements (their places) of ``sql``, read as PostgreSQL's
     lexer reads it (standard_conforming_strings on, which dpproxy's sessions keep). Raise
     QueryError (42601) where PostgreSQL's lexer fails: an unterminated quote or comment,
     or trailing junk after a number or a placeholder (``$1abc``, PostgreSQL 15 on)."""
     placeholders: list[Placeholder] = []
-    statements = 0
+    spans: list[tuple[int, int]] = []
+    start = 0  # after the last ";"
     in_statement = False
     position = 0
     length = len(sql)
@@ -240,9 +248,10 @@ def scan(sql: str) -> Scan:
             continue
         if char == ";":
             if in_statement:
-                statements += 1
+                spans.append((start, position))
                 in_statement = False
             position += 1
+            start = position
             continue
         in_statement = True
         if char == "'":
@@ -260,7 +269,9 @@ def scan(sql: str) -> Scan:
             _no_junk(sql, position, number.start(), "trailing junk after numeric literal")
         else:
             position += 1  # an operator or punctuation character
-    return Scan(tuple(placeholders), statements + 1 if in_statement else statements)
+    if in_statement:
+        spans.append((start, length))
+    return Scan(tuple(placeholders), tuple(spans))
 
 
 def _near(sql: str, start: int) -> str:

@@ -8,6 +8,11 @@ The steps around that path live apart: the checks that refuse a query free befor
 charge (``proxy.pre_charge``), an answer from the answer cache (``proxy.cached_answers``),
 the wording of failures (``proxy.failures``), the NOTICE and interval columns of an answer
 (``proxy.reporting``), the plan caches (``proxy.plan_cache``).
+
+A client that goes away (``proxy.protocol.delivery``) stops its query: before the charge
+for free, as a cancel request; after it, the charge stands and the query is recorded as
+failed (CLIENT_LEFT_REASON, 0 rows), never as accepted. An answer is recorded as accepted
+(or cached) only while its client is there, just before it is written to the connection.
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ import time
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, TypeVar
+from functools import partial
+from typing import Any, NoReturn, TypeVar
 
 from accountant import (
     AnalystBudget,
@@ -46,7 +52,16 @@ from proxy.answers import AnswerCache, CacheKey
 from proxy.asker import Asker
 from proxy.backends import Backend, BackendError, CancelToken
 from proxy.cached_answers import answer_from_cache
-from proxy.failures import already_recorded, failed_after_charge, ledger_failure
+from proxy.failures import (
+    CLIENT_LEFT_REASON,
+    already_recorded,
+    answer_not_written,
+    cached_answer_not_written,
+    client_left,
+    failed_after_charge,
+    ledger_failure,
+    stopped_by_disconnect,
+)
 from proxy.ledger import AsyncLedger
 from proxy.plan_cache import PLAN_CACHE_SIZE, PerPlan, PlanCache
 from proxy.postprocess import Answer, PostProcessError, PostProcessor, with_intervals
@@ -56,6 +71,8 @@ from proxy.pre_charge import (
     evaluate_constants,
     stop_if_canceled,
 )
+from proxy.protocol import delivery
+from proxy.protocol.delivery import CLIENT_DISCONNECT, ClientLink
 from proxy.reporting import Report
 from proxy.seam import ColumnDescription, QueryError, StatementResult
 from proxy.sqlstate import CONFIGURATION_LIMIT_EXCEEDED, INTERNAL_ERROR
@@ -190,12 +207,17 @@ class Pipeline:
         the attempt is audited once the store can be written (proxy.unrecorded)."""
         attempt = Attempt(analyst=asker.analyst, client_address=asker.address, sql=sql)
         self.unrecorded.retry()
+        # The client that asks (None outside a server's connection): its going away stops
+        # the query as a cancel request would (token.reason: CLIENT_DISCONNECT).
+        link = delivery.current()
+        unwatch = link.when_gone(partial(token.cancel, CLIENT_DISCONNECT)) if link else None
         try:
             return await self._answer(
                 asker,
                 sql,
                 epsilon,
                 token,
+                link,
                 mechanism=mechanism,
                 report=report,
                 delta=delta,
@@ -207,6 +229,9 @@ class Pipeline:
             reason = f"the budget ledger could not be used ({error.problem}); nothing was charged"
             self.unrecorded.refused(attempt, Decision.ERROR, reason, asker.budget)
             raise ledger_failure(error) from None
+        finally:
+            if unwatch is not None:
+                unwatch()
 
     async def _answer(
         self,
@@ -214,6 +239,7 @@ class Pipeline:
         sql: str,
         epsilon: Epsilon,
         token: CancelToken,
+        link: ClientLink | None,
         *,
         mechanism: Mechanism,
         report: Report,
@@ -233,7 +259,7 @@ class Pipeline:
             await stop_if_canceled(asker, attempt, token, refuse=self._refuse)
             hit = self.answers.get(key, version)
             if hit is not None:
-                return await answer_from_cache(
+                cached = await answer_from_cache(
                     hit,
                     query_plan,
                     asker=asker,
@@ -245,6 +271,9 @@ class Pipeline:
                     ledger=self.ledger,
                     refuse=self._refuse,
                 )
+                if link is not None:  # the server writes it at once, and says if it could
+                    link.expect_answer(partial(cached_answer_not_written, attempt))
+                return cached
         # The engine must be able to run it (a DuckDB file replaced since it was opened is
         # opened again, a live PostgreSQL connection is at hand), else it is refused, free.
         await check_ready(asker, attempt, token, backend=self.backend, refuse=self._refuse)
@@ -271,6 +300,8 @@ class Pipeline:
             released = query_plan.release(exact, self.noise)
             answer = self.post.run(released, query_plan.post_sql)
         except (BackendError, ReleaseError, PostProcessError) as failure:
+            if stopped_by_disconnect(failure, token):
+                await self._not_sent(asker, cost, reservation, started)
             reason, error = failed_after_charge(failure, cost, token)
             await self._complete(
                 cost,
@@ -300,6 +331,8 @@ class Pipeline:
                     duration_ms=_ms_since(started),
                 )
             raise
+        if link is not None and link.gone:  # it went while the answer was made: not released
+            await self._not_sent(asker, cost, reservation, started)
         # Not interrupted by a shutdown's cancellation: a query recorded as accepted is
         # answered (the server sends the answer, then ends the session).
         record = await _uninterrupted(
@@ -312,6 +345,10 @@ class Pipeline:
                 duration_ms=_ms_since(started),
             )
         )
+        # The server writes the answer at once and says whether it could (a client that
+        # went while the record was written: the admin is warned, see answer_not_written).
+        if link is not None:
+            link.expect_answer(partial(answer_not_written, record))
         # Only an answer whose release is on record is given again for free.
         if self.answers is not None and version is not None:
             self.answers.put(key, released, cost, attempt.started_at, version)
@@ -326,6 +363,21 @@ class Pipeline:
             report=report,
             bias_check=bias_check,
         )
+
+    async def _not_sent(
+        self, asker: Asker, cost: Cost, reservation: Reservation, started: float
+    ) -> NoReturn:
+        """The client went away before its charged answer was sent: recorded as failed
+        with 0 rows (the charge stands), and the connection ends (client_left)."""
+        await self._complete(
+            cost,
+            reservation,
+            decision=Decision.FAILED,
+            reason=CLIENT_LEFT_REASON,
+            rows=0,
+            duration_ms=_ms_since(started),
+        )
+        raise client_left(asker.analyst, reservation)
 
     async def audit_canceled(self, asker: Asker, sql: str, reason: str) -> None:
         """Audit a statement stopped by a cancel request or the statement timeout

@@ -113,7 +113,20 @@ class Session(Protocol):
         ...
 
     async def execute(self, sql: str) -> StatementResult:
-        """Run one statement (a Query message, or Execute of a portal). Raise QueryError."""
+        """Run one statement (a Query message, one of its statements, or Execute of a
+        portal). Raise QueryError."""
+        ...
+
+    def begin_several(self) -> None:
+        """A Query message of several statements starts (``proxy.several_statements``):
+        until ``end_several`` they run in PostgreSQL's implicit transaction block, and a
+        cancel request stops the statements not run yet."""
+        ...
+
+    def end_several(self, *, failed: bool) -> tuple[tuple[str, str], ...]:
+        """That Query ended, at an error if ``failed``: its implicit transaction block
+        ends (settings it changed are undone if it failed). Returns the ParameterStatus
+        messages of reported values this changed."""
         ...
 
     async def describe(self, sql: str) -> tuple[ColumnDescription, ...] | None:

@@ -4,9 +4,12 @@ Speaks protocol 3.0, with TLS when the server has a certificate (SSLRequest is a
 ``S`` and the stream upgraded; else ``N``; GSSENCRequest is always ``N``; ``require_tls``
 refuses unencrypted startups), authenticates with SCRAM-SHA-256, and hands every
 simple-protocol Query to the application's :class:`~proxy.seam.Session`; the extended
-protocol's statements and portals are kept by :mod:`proxy.extended`. Responses are
+protocol's statements and portals are kept by :mod:`proxy.extended`; a Query of several
+statements runs them one by one (:mod:`proxy.several_statements`). Responses are
 buffered and written when every message the client has sent so far is answered (one
-write per round trip, however many messages it carried), or sooner past 64 KiB.
+write per round trip, however many messages it carried), or sooner past 64 KiB; an
+answer the audit log records as given is written at once, and a client that goes away is
+noticed even while its statement runs (:mod:`proxy.protocol.delivery`).
 """
 
 from __future__ import annotations
@@ -20,11 +23,13 @@ import secrets
 import ssl
 import struct
 from collections.abc import Callable, Coroutine
+from functools import partial
 from typing import Any
 
 from proxy.extended import ExtendedQueries
-from proxy.protocol import codec
+from proxy.protocol import codec, delivery
 from proxy.protocol.codec import DEFAULT_MAX_MESSAGE_SIZE, ProtocolViolation
+from proxy.protocol.delivery import ClientLink
 from proxy.protocol.messages import (
     AuthStage,
     Bind,
@@ -62,6 +67,7 @@ from proxy.seam import (
     StatementResult,
     TransactionStatus,
 )
+from proxy.several_statements import run_statements, split_query
 
 logger = logging.getLogger(__name__)
 
@@ -92,6 +98,24 @@ class _Closed(Exception):
 
 class _ShuttingDown(Exception):
     """Internal: the server is shutting down; the connection ends with a FATAL 57P01."""
+
+
+class _ClientReader(asyncio.StreamReader):
+    """The stream from one client, which tells its connection's link when the client
+    goes (the end of the stream, or the connection lost), whether or not a statement is
+    reading it then."""
+
+    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit=limit, loop=loop)
+        self.link = ClientLink()
+
+    def feed_eof(self) -> None:
+        super().feed_eof()
+        self.link.lost()
+
+    def set_exception(self, exc: Exception) -> None:
+        super().set_exception(exc)
+        self.link.lost()
 
 
 def encode_result(result: StatementResult) -> bytes:
@@ -171,9 +195,13 @@ class Server:
     async def start(self) -> int:
         if self._server is not None:
             raise RuntimeError("server already started")
-        self._server = await asyncio.start_server(
-            self._on_connect, self.host, self.requested_port, limit=_READ_SIZE
-        )
+        loop = asyncio.get_running_loop()
+
+        def connection() -> asyncio.StreamReaderProtocol:  # as asyncio.start_server's
+            reader = _ClientReader(_READ_SIZE, loop)
+            return asyncio.StreamReaderProtocol(reader, self._on_connect, loop=loop)
+
+        self._server = await loop.create_server(connection, self.host, self.requested_port)
         sockets = self._server.sockets
         self.port = int(sockets[0].getsockname()[1]) if sockets else self.requested_port
         logger.info("dpproxy listening on %s:%d", self.host, self.port)
@@ -223,7 +251,9 @@ class Server:
         task = asyncio.current_task()
         if task is not None:
             self._tasks.add(task)
-        conn = _Connection(self, reader, writer)
+        link = reader.link if isinstance(reader, _ClientReader) else ClientLink()
+        delivery.serve_in_this_task(link)  # the pipeline reads it (delivery.current)
+        conn = _Connection(self, reader, writer, link)
         conn.task = task
         self._connections.add(conn)
         try:
@@ -273,12 +303,17 @@ class _Connection:
     """One client connection, from the startup packet to the end."""
 
     def __init__(
-        self, server: Server, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+        self,
+        server: Server,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        link: ClientLink,
     ) -> None:
         self.server = server
         self.app = server.app
         self.reader = reader
         self.writer = writer
+        self.link = link
         self.decoder = codec.FrontendDecoder(max_message_size=server.max_message_size)
         self.state = ConnectionState.AWAITING_STARTUP
         self.session: Session | None = None
@@ -308,6 +343,20 @@ class _Connection:
             self.out_size = 0
             self.writer.write(data)
             await self.writer.drain()
+
+    async def deliver(self) -> None:
+        """Write what is queued now if it holds an answer on record as given, and tell the
+        link whether it reached the client's connection: its socket took every byte, and
+        the client had not gone before (it may read nothing that comes after it left)."""
+        if not self.link.answer_pending:
+            return
+        written = False
+        try:
+            there = not self.link.gone
+            await self.flush()
+            written = there
+        finally:
+            self.link.answer_written(written)
 
     async def read(self) -> FrontendMessage | None:
         """The next message, or None at end of stream. Output is written when the client
@@ -591,11 +640,13 @@ class _Connection:
             else:
                 response = self.extended.close(msg)
         except QueryError as err:
+            self.link.answer_written(False)  # an error is sent instead of any answer
             response = encode_query_error(err)
             fatal = err.severity in ("FATAL", "PANIC")
             self.move(ConnectionState.IN_EXTENDED_ERROR)
             session.abort_transaction()
         except Exception:
+            self.link.answer_written(False)
             logger.exception("unexpected error in the extended query protocol")
             response = codec.error_response("XX000", INTERNAL_ERROR_MESSAGE)
             self.move(ConnectionState.IN_EXTENDED_ERROR)
@@ -603,25 +654,44 @@ class _Connection:
         self.send(response)
         if fatal:
             raise _Closed
+        await self.deliver()
 
     async def query(self, session: Session, sql: str) -> None:
+        """A simple Query: its statements, one after the other (proxy.several_statements)."""
+        try:
+            statements = split_query(sql)
+        except QueryError as err:  # nothing runs; as any error, it fails a transaction block
+            self.send(encode_query_error(err))
+            session.abort_transaction()
+        else:
+            restored = await run_statements(session, statements, partial(self.statement, session))
+            self.send(b"".join(codec.parameter_status(name, value) for name, value in restored))
+        self.ready(session)
+
+    async def statement(self, session: Session, sql: str) -> bool:
+        """Answer one statement of a simple Query; False after an error."""
         fatal = False
+        answered = False
         try:
             self.extended.check_session_statement(sql)
             response = encode_result(await session.execute(sql))
             self.extended.after_session_statement(sql)
+            answered = True
         except QueryError as err:
+            self.link.answer_written(False)  # an error is sent instead of any answer
             response = encode_query_error(err)
             fatal = err.severity in ("FATAL", "PANIC")
             session.abort_transaction()
         except Exception:
+            self.link.answer_written(False)
             logger.exception("unexpected error while executing a statement")
             response = codec.error_response("XX000", INTERNAL_ERROR_MESSAGE)
             session.abort_transaction()
         self.send(response)
         if fatal:
             raise _Closed
-        self.ready(session)
+        await self.deliver()
+        return answered
 
 
 def _status(session: Session) -> bytes:

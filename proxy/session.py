@@ -134,6 +134,13 @@ class AnalystSession:
         self._begun: _Settings | None = None
         self._kept: _Settings | None = None
         self._savepoints: list[_Savepoint] = []
+        # While a Query of several statements runs (begin_several … end_several): whether
+        # they are in PostgreSQL's implicit transaction block, which a statement of the
+        # Query begins when none is open (BEGIN makes it an explicit one; COMMIT and
+        # ROLLBACK end it with a warning), and whether a cancel request came meanwhile.
+        self._several = False
+        self._implicit = False
+        self._several_canceled = False
         # What RESET, SET ... TO DEFAULT and DISCARD ALL go back to: the settings the
         # session started with, startup parameters included (as in PostgreSQL).
         self._defaults = self._settings()
@@ -152,6 +159,8 @@ class AnalystSession:
         return {shown: self._parameters[name] for name, shown in REPORTED_PARAMETERS.items()}
 
     def cancel(self) -> None:
+        if self._several:  # the statements of the Query not run yet are not run
+            self._several_canceled = True
         token = self._token
         if token is not None:
             token.cancel()
@@ -159,8 +168,25 @@ class AnalystSession:
     async def close(self) -> None:
         self.cancel()
 
+    def begin_several(self) -> None:
+        self._several = True
+        self._several_canceled = False
+
+    def end_several(self, *, failed: bool) -> tuple[tuple[str, str], ...]:
+        """As PostgreSQL at the end of a Query of several statements: its implicit
+        transaction block, if still open, commits (SET LOCAL values end) or, after an
+        error, rolls back (the settings go back to those before it)."""
+        self._several = self._several_canceled = False
+        if not self._implicit:
+            return ()
+        return self._end_block(
+            commit=not failed and self._status is TransactionStatus.IN_TRANSACTION
+        )
+
     async def execute(self, sql: str) -> StatementResult:
         try:
+            if self._several:
+                self._next_of_several()
             return await self._execute(sql)
         except QueryError:
             if self._status is TransactionStatus.IN_TRANSACTION:
@@ -261,12 +287,27 @@ class AnalystSession:
         await self._pipeline.audit_canceled(self._asker, sql, token.reason)
 
     def _parameters_snapshot(self) -> _Snapshot:
-        """The parameters as the responders see them: a read-only copy and its key, made
-        again only after they changed (not per statement)."""
-        if self._snapshot is None:
-            parameters = dict(self._parameters)
-            self._snapshot = _Snapshot(MappingProxyType(parameters), parameters_key(parameters))
-        return self._snapshot
+        """The parameters as the responders see them, with dpproxy's own as SHOW gives them
+        (the catalog's current_setting('dpproxy.epsilon') and pg_settings): a read-only
+        copy and its key, made again only after they changed (not per statement)."""
+        dpproxy = self._dpproxy_settings()
+        snapshot = self._snapshot
+        if snapshot is None or any(snapshot.parameters.get(k) != v for k, v in dpproxy.items()):
+            parameters = {**self._parameters, **dpproxy}
+            snapshot = _Snapshot(MappingProxyType(parameters), parameters_key(parameters))
+            self._snapshot = snapshot
+        return snapshot
+
+    def _dpproxy_settings(self) -> dict[str, str]:
+        """dpproxy's own settings as SHOW gives them (dpproxy.budget, read from the ledger
+        when shown, is not one of them)."""
+        return {
+            EPSILON_PARAMETER: self._epsilon.plain,
+            DELTA_PARAMETER: format_delta(self._delta),
+            MECHANISM_PARAMETER: self._mechanism.value,
+            REPORT_PARAMETER: self._report_mode,
+            BIAS_CHECK_PARAMETER: on_off(self._bias_check),
+        }
 
     def _put_parameter(self, name: str, value: str) -> None:
         """Set a parameter; a custom one not defined yet only while the session has fewer
@@ -328,30 +369,31 @@ class AnalystSession:
 
     def _session_statement(self, statement: SessionStatement) -> StatementResult:
         if statement.kind is Kind.BEGIN:
+            if self._implicit:  # as PostgreSQL: the implicit block becomes an explicit one
+                self._implicit = False
+                return StatementResult(tag="BEGIN")
             if self._status is not TransactionStatus.IDLE:
-                return StatementResult(
-                    tag="BEGIN", notices=(_warning("there is already a transaction in progress"),)
-                )
+                already = "there is already a transaction in progress"
+                warning = _warning(already, ACTIVE_SQL_TRANSACTION)
+                return StatementResult(tag="BEGIN", notices=(warning,))
             self._status = TransactionStatus.IN_TRANSACTION
             self._begun = self._kept = self._settings()
             return StatementResult(tag="BEGIN")
         if statement.kind in _CLEANUP_KINDS:
             return self._transaction_statement(statement)
         if statement.kind in (Kind.COMMIT, Kind.ROLLBACK):
-            was = self._status
-            committed = statement.kind is Kind.COMMIT and was is TransactionStatus.IN_TRANSACTION
-            restored = self._kept if committed else self._begun
-            self._status = TransactionStatus.IDLE
-            self._savepoints.clear()
-            self._begun = self._kept = None
-            tag = "COMMIT" if statement.kind is Kind.COMMIT else "ROLLBACK"
-            if restored is None:
-                return StatementResult(
-                    tag=tag, notices=(_warning("there is no transaction in progress"),)
-                )
+            committed = statement.kind is Kind.COMMIT and (
+                self._status is TransactionStatus.IN_TRANSACTION
+            )
+            tag = "COMMIT" if committed else "ROLLBACK"
+            if self._begun is None:  # no block
+                tag = statement.kind.value
+            # Outside a block, and in a Query's implicit one (which it ends), a warning.
+            unbegun = self._begun is None or self._implicit
+            warning = _warning("there is no transaction in progress", NO_ACTIVE_SQL_TRANSACTION)
+            notices = (warning,) if unbegun else ()
             return StatementResult(
-                tag="COMMIT" if committed else "ROLLBACK",
-                parameter_status=self._restore(restored),
+                tag=tag, notices=notices, parameter_status=self._end_block(commit=committed)
             )
         if statement.kind is Kind.SHOW:
             return self._show(statement.name or "")
@@ -365,6 +407,26 @@ class AnalystSession:
         if self._kept is not None and not statement.local:
             self._kept = _keep(self._kept, self._settings(), name)
         return result
+
+    def _next_of_several(self) -> None:
+        """Before each statement of a Query of several: stop if a cancel request came;
+        else open the implicit transaction block if no block is open, as PostgreSQL."""
+        if self._several_canceled:
+            raise canceled()
+        if self._status is TransactionStatus.IDLE:
+            self._status = TransactionStatus.IN_TRANSACTION
+            self._begun = self._kept = self._settings()
+            self._implicit = True
+
+    def _end_block(self, *, commit: bool) -> tuple[tuple[str, str], ...]:
+        """End the transaction block (if any): keep what COMMIT keeps, or go back to the
+        settings at its start; the ParameterStatus messages of reported values changed."""
+        restored = self._kept if commit else self._begun
+        self._status = TransactionStatus.IDLE
+        self._savepoints.clear()
+        self._begun = self._kept = None
+        self._implicit = False
+        return () if restored is None else self._restore(restored)
 
     def _set_local_outside_block(self, name: str, value: str | None) -> StatementResult:
         """As PostgreSQL: a warning, and no effect (the value is still checked)."""
@@ -407,7 +469,7 @@ class AnalystSession:
         """SAVEPOINT, RELEASE, ROLLBACK TO, DISCARD and DEALLOCATE. Prepared statements
         are the server's: it drops them after DEALLOCATE or DISCARD ALL succeeds here."""
         name = statement.name or ""
-        kept = self._kept  # None outside a transaction block
+        kept = self._kept  # None outside a transaction block (set in an implicit one too)
         in_block = kept is not None
         if statement.kind is Kind.DEALLOCATE:
             return StatementResult(tag="DEALLOCATE" if statement.name else "DEALLOCATE ALL")
@@ -421,7 +483,7 @@ class AnalystSession:
                 return StatementResult(tag="DISCARD ALL", parameter_status=reset.parameter_status)
             return StatementResult(tag=f"DISCARD {name.upper()}")
         what = "SAVEPOINT" if statement.kind is Kind.SAVEPOINT else statement.kind.value
-        if kept is None:
+        if kept is None or self._implicit:  # as PostgreSQL, not in a Query's implicit block
             raise QueryError(
                 NO_ACTIVE_SQL_TRANSACTION, f"{what} can only be used in transaction blocks"
             )
@@ -453,15 +515,9 @@ class AnalystSession:
         elif name == BIAS_CHECK_PARAMETER:
             value = on_off(self._bias_check)
         elif name == "all":
-            dpproxy = {
-                EPSILON_PARAMETER: self._epsilon.plain,
-                DELTA_PARAMETER: format_delta(self._delta),
-                MECHANISM_PARAMETER: self._mechanism.value,
-                REPORT_PARAMETER: self._report_mode,
-                BIAS_CHECK_PARAMETER: on_off(self._bias_check),
-            }
+            # Custom parameters: not, as in PostgreSQL.
             shown = {k: v for k, v in self._parameters.items() if not is_placeholder(k)}
-            return show_all({**shown, **dpproxy})  # custom parameters: not, as in PostgreSQL
+            return show_all({**shown, **self._dpproxy_settings()})
         elif name in self._parameters:
             value = self._parameters[name]
         else:

@@ -44,8 +44,10 @@ class StatementSyntaxError(Exception):
 
 
 class SeveralStatements(StatementSyntaxError):
-    """A session statement followed by another in one query (``SET a = 1; SELECT 1``):
-    refused as the rewriter refuses several statements in one query."""
+    """A session statement followed by another in one text (``SET a = 1; SELECT 1``). The
+    server splits a Query's statements first (proxy.several_statements) and hands them
+    over one by one, so this is met only if that split and this scanner read a text
+    differently: it is refused, as the rewriter refuses a text it reads as several."""
 
     def __init__(self) -> None:
         super().__init__("expected one statement, got several")
@@ -79,12 +81,85 @@ def recognize(sql: str) -> SessionStatement | None:
 
 
 def _strip(sql: str) -> str:
-    text = re.sub(r"--[^\n]*", " ", sql)
-    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.DOTALL)
-    text = text.strip()
+    text = _without_comments(sql).strip()
     while text.endswith(";"):
         text = text[:-1].rstrip()
     return text
+
+
+#: Where a comment or a quoted text may begin (each read as PostgreSQL's lexer reads it).
+_SPECIAL = re.compile(r"--|/\*|[Ee]'|['\"$]")
+_QUOTED = {
+    "'": re.compile(r"'(?:[^']|'')*'"),
+    '"': re.compile(r'"(?:[^"]|"")*"'),
+    "e": re.compile(r"[Ee]'(?:[^'\\]|\\.|'')*'", re.DOTALL),
+}
+_DOLLAR = re.compile(r"\$([A-Za-z_\x80-\uffff][A-Za-z0-9_\x80-\uffff]*)?\$")
+_WORD_CHARACTER = re.compile(r"[A-Za-z0-9_$\x80-\uffff]")
+
+
+def _without_comments(sql: str) -> str:
+    """``sql`` with each -- and (nested) /* */ comment replaced by a space, and quoted
+    texts ('…', E'…', "…", $tag$…$tag$) kept whole: a -- inside a string is not a comment.
+    From a quote or comment left open, the rest is kept as it is (it fails later)."""
+    parts: list[str] = []
+    position = 0
+    while (found := _SPECIAL.search(sql, position)) is not None:
+        start = found.start()
+        lead = found.group()
+        parts.append(sql[position:start])
+        inside_word = start > 0 and _WORD_CHARACTER.match(sql[start - 1]) is not None
+        end: int | None
+        if lead == "--":
+            newline = sql.find("\n", start)
+            end = len(sql) if newline < 0 else newline
+            parts.append(" ")
+        elif lead == "/*":
+            end = _block_comment_end(sql, start)
+            parts.append(" ")
+        elif lead == "$":
+            dollar = None if inside_word else _DOLLAR.match(sql, start)
+            if dollar is None:
+                end = start + 1  # a parameter ($1) or part of a name (a$b)
+            else:
+                close = sql.find(dollar.group(), dollar.end())
+                end = None if close < 0 else close + len(dollar.group())
+            if end is not None:
+                parts.append(sql[start:end])
+        else:
+            escaped = lead[0] in "Ee"
+            if escaped and inside_word:  # a name ending in e before a quote: name'…'
+                parts.append(lead[0])
+                position = start + 1
+                continue
+            quoted = _QUOTED["e" if escaped else lead[0]].match(sql, start)
+            end = None if quoted is None else quoted.end()
+            if end is not None:
+                parts.append(sql[start:end])
+        if end is None:  # left open: kept as it is
+            parts.append(sql[start:])
+            return "".join(parts)
+        position = end
+    parts.append(sql[position:])
+    return "".join(parts)
+
+
+def _block_comment_end(sql: str, start: int) -> int | None:
+    """The end of the /* */ comment at ``start``, nested ones inside; None if left open."""
+    depth = 0
+    position = start
+    while position < len(sql):
+        if sql.startswith("/*", position):
+            depth += 1
+            position += 2
+        elif sql.startswith("*/", position):
+            depth -= 1
+            position += 2
+            if depth == 0:
+                return position
+        else:
+            position += 1
+    return None
 
 
 def _recognize(sql: str) -> SessionStatement | None:

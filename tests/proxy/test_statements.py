@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from proxy.statements import Kind, SessionStatement, StatementSyntaxError, recognize
+from proxy.statements import Kind, SessionStatement, StatementSyntaxError, recognize, strip_sql
 
 
 @pytest.mark.parametrize(
@@ -76,3 +76,39 @@ def test_not_session_statements(sql: str) -> None:
 def test_malformed_session_statements(sql: str) -> None:
     with pytest.raises(StatementSyntaxError):
         recognize(sql)
+
+
+@pytest.mark.parametrize(
+    ("sql", "value"),
+    [
+        ("SET application_name = 'a--b'", "a--b"),
+        ("SET application_name = 'a/*b*/c' -- a comment", "a/*b*/c"),
+        # (an escape string is kept whole here; proxy.set_statement reads it)
+        ("SET application_name = E'it\\'s--here'", "E'it\\'s--here'"),
+        ("/* one /* nested */ comment */ SET application_name = 'x'", "x"),
+        ('SET search_path = "a--b"', "a--b"),
+    ],
+)
+def test_comment_marks_inside_quotes_are_text(sql: str, value: str) -> None:
+    """-- and /* inside a quoted text are part of it, as in PostgreSQL (they used to cut the
+    statement short: SET application_name = 'a--b' was refused)."""
+    recognized = recognize(sql)
+    assert recognized is not None and recognized.value == value
+
+
+@pytest.mark.parametrize(
+    ("sql", "stripped"),
+    [
+        ("SELECT 1 -- a comment", "SELECT 1"),
+        ("SELECT /* a /* nested */ one */ 1;", "SELECT   1"),
+        ("SELECT $$ -- $$", "SELECT $$ -- $$"),
+        ("SELECT $x$ /* $x$ -- y", "SELECT $x$ /* $x$"),
+        ("SELECT $1 -- y", "SELECT $1"),
+        ("SELECT name'x' -- y", "SELECT name'x'"),
+        ("SELECT 'open -- y", "SELECT 'open -- y"),  # left open: kept, it fails later
+        ("/* open", "/* open"),
+        ("-- only a comment", ""),
+    ],
+)
+def test_strip_sql_reads_quotes_and_comments_as_postgresql(sql: str, stripped: str) -> None:
+    assert strip_sql(sql) == stripped

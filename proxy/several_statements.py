@@ -1,0 +1,82 @@
+"""A simple Query that holds several statements (``SET …; SELECT …``), as PostgreSQL runs it.
+
+The text is split where PostgreSQL's lexer finds a ``;`` outside string constants ('…'
+with '' quotes, E'…' with backslash escapes), quoted identifiers, dollar-quoted strings
+and comments (-- and nested /* */): the same reading (``proxy.parameters.scan``) by which
+a Parse of several statements is refused. Text that cannot be read so (an unterminated
+quote or comment) is refused whole, and nothing of it runs. Empty statements (``;;``,
+only a comment) are skipped, as PostgreSQL skips them.
+
+The statements then run one by one, each exactly as if it had come alone in a Query
+message (``Session.execute``: session statements, catalog answers, the DP pipeline with
+its checks, charge and audit); the first error ends the Query, and the rest is not run.
+Between ``Session.begin_several`` and ``Session.end_several`` the session keeps
+PostgreSQL's implicit transaction block: settings changed by the Query are undone if it
+fails (unless a COMMIT in it kept them), SET LOCAL lasts until its end, and a cancel
+request stops the rest. Answers released before an error stay charged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+
+from proxy.parameters import scan
+from proxy.seam import QueryError, Session
+from proxy.sqlstate import PROGRAM_LIMIT_EXCEEDED
+
+#: The most statements one Query message may hold; one with more is refused whole.
+#: Scripts of SET and SELECT statements stay well below; a client sending more is better
+#: served one statement (or a few) per Query, each answered (and charged) as it comes.
+MAX_STATEMENTS = 100
+
+#: White space as PostgreSQL's lexer knows it (not Unicode's: U+00A0 may be in a name).
+_SQL_SPACE = " \t\n\r\f\v"
+NOT_SPLIT_HINT = "dpproxy could not tell where the statements of this query end, so it ran none"
+
+
+def split_query(sql: str) -> list[str]:
+    """The statements of a simple Query's text, in order: each from after the ``;`` before
+    it (comments before it kept) to its own ``;`` (excluded), without white space around
+    it. Text without a ``;`` is
+    one statement (or none), as it came. Text of no statement (``;``, only comments) is
+    ``[""]``, answered by EmptyQueryResponse. Raise QueryError 42601 where the text
+    cannot be read (nothing is run), 54000 for more than MAX_STATEMENTS statements."""
+    if ";" not in sql:
+        return [sql]
+    try:
+        spans = scan(sql).spans
+    except QueryError as error:
+        raise QueryError(error.sqlstate, error.message, hint=NOT_SPLIT_HINT) from None
+    if len(spans) > MAX_STATEMENTS:
+        raise QueryError(
+            PROGRAM_LIMIT_EXCEEDED,
+            f"this query holds {len(spans)} statements; dpproxy runs at most "
+            f"{MAX_STATEMENTS} in one query, and ran none of these",
+            hint=f"send them in several queries of at most {MAX_STATEMENTS} statements",
+        )
+    if not spans:
+        return [""]
+    return [sql[start:end].strip(_SQL_SPACE) for start, end in spans]
+
+
+async def run_statements(
+    session: Session, statements: Sequence[str], run: Callable[[str], Awaitable[bool]]
+) -> tuple[tuple[str, str], ...]:
+    """Run ``statements`` (split_query's) in order with ``run``, which answers one
+    statement and returns False after an error; stop at the first error. Several run in
+    the session's implicit transaction block: the ParameterStatus messages of values its
+    end restored are returned, to send before ReadyForQuery."""
+    if len(statements) == 1:
+        await run(statements[0])
+        return ()
+    session.begin_several()
+    failed = True
+    try:
+        for statement in statements:
+            if not await run(statement):
+                break
+        else:
+            failed = False
+    finally:
+        restored = session.end_several(failed=failed)
+    return restored
