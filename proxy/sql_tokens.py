@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from proxy.protocol.values import CHARACTER_NOT_IN_REPERTOIRE, invalid_utf8_message
 from proxy.seam import QueryError
+from proxy.sql_comments import block_comment_end
 from proxy.sqlstate import SYNTAX_ERROR
 
 INVALID_ESCAPE_SEQUENCE = "22025"
@@ -96,19 +97,10 @@ def sql_tokens(sql: str) -> list[Token]:
 
 def _skip_comment(sql: str, position: int) -> int:
     """The position after the /* comment */ at ``position`` (they nest, as in PostgreSQL)."""
-    depth = 0
-    while position < len(sql):
-        if sql.startswith("/*", position):
-            depth += 1
-            position += 2
-        elif sql.startswith("*/", position):
-            depth -= 1
-            position += 2
-            if depth == 0:
-                return position
-        else:
-            position += 1
-    raise syntax_error("unterminated /* comment")
+    end = block_comment_end(sql, position)
+    if end is None:
+        raise syntax_error("unterminated /* comment")
+    return end
 
 
 def _string_constant(sql: str, start: int, *, escapes: bool) -> tuple[str, int]:

@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from enum import Enum
 
+from proxy.sql_comments import block_comment_end
+
 
 class Kind(Enum):
     BEGIN = "BEGIN"
@@ -115,7 +117,7 @@ def _without_comments(sql: str) -> str:
             end = len(sql) if newline < 0 else newline
             parts.append(" ")
         elif lead == "/*":
-            end = _block_comment_end(sql, start)
+            end = block_comment_end(sql, start)
             parts.append(" ")
         elif lead == "$":
             dollar = None if inside_word else _DOLLAR.match(sql, start)
@@ -142,24 +144,6 @@ def _without_comments(sql: str) -> str:
         position = end
     parts.append(sql[position:])
     return "".join(parts)
-
-
-def _block_comment_end(sql: str, start: int) -> int | None:
-    """The end of the /* */ comment at ``start``, nested ones inside; None if left open."""
-    depth = 0
-    position = start
-    while position < len(sql):
-        if sql.startswith("/*", position):
-            depth += 1
-            position += 2
-        elif sql.startswith("*/", position):
-            depth -= 1
-            position += 2
-            if depth == 0:
-                return position
-        else:
-            position += 1
-    return None
 
 
 def _recognize(sql: str) -> SessionStatement | None:

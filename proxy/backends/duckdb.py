@@ -39,7 +39,7 @@ from proxy.backends import (
     group_declared,
 )
 from proxy.backends.collations import COLLATIONS_QUERY, with_collations
-from proxy.backends.interrupt import Interrupter
+from proxy.duckdb_interrupt import Interrupter
 from rewriter.planner import Dialect
 
 #: Single-column PRIMARY KEY and UNIQUE constraints of one table.

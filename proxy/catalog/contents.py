@@ -384,7 +384,9 @@ SESSION_OVERRIDES: Mapping[tuple[str, str], Mapping[str, str]] = {
     (PG_CATALOG, "pg_settings"): {
         "name": "s.name",
         "setting": "s.setting",
-        "category": "'Client Connection Defaults'",
+        # dpproxy's own (dpproxy.epsilon...) as PostgreSQL shows an extension's parameters.
+        "category": "CASE WHEN starts_with(s.name, 'dpproxy.') THEN 'Customized Options' "
+        "ELSE 'Client Connection Defaults' END",
         "short_desc": "''",
         "context": "'user'",
         "vartype": "'string'",

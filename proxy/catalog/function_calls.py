@@ -24,6 +24,7 @@ from proxy.catalog.settings import current_setting
 
 # DuckDB functions that have no business in a catalog query.
 _REFUSED_FUNCTIONS = frozenset({"getenv", "set_config", "query", "query_table", "read_text"})
+_SET_HINT = "use SET name = value (SET dpproxy.epsilon = 0.5); current_setting(name) reads it"
 _PRIVILEGE_ARITY = {
     "has_table_privilege": 3,
     "has_any_column_privilege": 3,
@@ -59,7 +60,8 @@ def rewrite_function(node: exp.Expression, session: SessionValues) -> exp.Expres
     name = str(node.this).lower()
     args = list(node.expressions)
     if name in _REFUSED_FUNCTIONS or name.startswith("duckdb_"):
-        raise CatalogRefused(f"dpproxy's catalog does not support the function {name}()")
+        hint = _SET_HINT if name == "set_config" else None
+        raise CatalogRefused(f"dpproxy's catalog does not support the function {name}()", hint)
     if name == "version" and not args:
         return exp.Literal.string(session.version)
     if name == "current_setting" and args:

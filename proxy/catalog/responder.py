@@ -19,6 +19,7 @@ from proxy.catalog.cache_keys import PARSE_CACHE_SIZE, TranslationKey
 from proxy.catalog.contents import Declared
 from proxy.catalog.database import (
     CatalogDatabase,
+    CatalogEngineLost,
     CatalogQueryCanceled,
     CatalogQueryFailed,
     CatalogQueryTooLong,
@@ -52,12 +53,14 @@ T = TypeVar("T")
 
 VERSION = f"PostgreSQL 15.0 (dpproxy {__version__}) on x86_64-pc-linux-gnu, 64-bit"
 DEFAULT_DATABASE = "dpproxy"
-#: Threads that run catalog queries (one at a time per analyst).
+#: Threads that run catalog queries (one at a time per analyst), each waiting for its
+#: query in the catalog engine's process (proxy.catalog.database).
 CATALOG_THREADS = 4
 #: Threads that parse and translate statements (one at a time per analyst): every
 #: statement passes here first, to learn whether it is a catalog query.
 TRANSLATION_THREADS = 4
 PROGRAM_LIMIT_EXCEEDED = "54000"
+INSUFFICIENT_RESOURCES = "53000"
 
 
 class _Refusal(NamedTuple):
@@ -133,13 +136,20 @@ class CatalogResponder:
             raise QueryError(
                 PROGRAM_LIMIT_EXCEEDED,
                 f"catalog query stopped: {error}",
-                hint="ask for fewer rows (WHERE, LIMIT) or shorter values (e.g. left(x, 100))",
+                hint="ask for fewer rows (WHERE, LIMIT) or shorter values (e.g. left(x, 100)); "
+                "catalog queries are answered by dpproxy, within limits of time and memory",
             ) from None
         except CatalogQueryTooLong as error:
             raise QueryError(
                 QUERY_CANCELED,
                 f"catalog query stopped: {error}",
                 hint="ask for fewer catalog rows",
+            ) from None
+        except CatalogEngineLost as error:
+            raise QueryError(
+                INSUFFICIENT_RESOURCES,
+                f"catalog query stopped: {error}",
+                hint="send it again; if it fails again, ask for fewer rows or shorter values",
             ) from None
         except CatalogQueryFailed as error:
             logger.info("catalog query not answered: %s | %s", error, sql)

@@ -2,8 +2,10 @@
 pg_settings.
 
 Both are answered from SessionValues.settings, put into the query as literals of its
-syntax tree (never pasted into text). Custom parameters (myapp.tenant) answer
-current_setting() but are not rows of pg_settings, as in PostgreSQL.
+syntax tree (never pasted into text); nothing of them reaches a database. Custom
+parameters (myapp.tenant) answer current_setting() but are not rows of pg_settings, as in
+PostgreSQL; dpproxy's own (dpproxy.epsilon...) are both, as an extension's parameters.
+set_config() is refused (function_calls).
 """
 
 from __future__ import annotations
@@ -20,11 +22,16 @@ from proxy.pg_settings import view_setting
 from proxy.pg_values import parse_bool
 from proxy.sqlstate import UNDEFINED_OBJECT
 
+#: SHOW's budget left (proxy.session reads it from the ledger): not a session value.
+BUDGET_PARAMETER = "dpproxy.budget"
+
 
 def current_setting(args: list[exp.Expression], session: SessionValues) -> exp.Expression:
     """current_setting(name [, missing_ok]): as SHOW; NULL for a parameter not set when
     missing_ok is true (true, 'true', 'on'...: current_setting('myapp.tenant', true));
-    NULL if either argument is NULL, as PostgreSQL's strict function."""
+    NULL if either argument is NULL, as PostgreSQL's strict function. dpproxy's own
+    settings (dpproxy.epsilon...) are among the session's, as SHOW gives them; but
+    dpproxy.budget is refused whatever missing_ok says (SHOW reads it from the ledger)."""
     argument = _uncast_text(args[0])
     missing = _missing_ok(args[1]) if len(args) == 2 else False
     if isinstance(argument, exp.Null) or missing is None:
@@ -32,6 +39,12 @@ def current_setting(args: list[exp.Expression], session: SessionValues) -> exp.E
     if not (isinstance(argument, exp.Literal) and argument.is_string):
         raise CatalogRefused("current_setting() needs the parameter's name as a literal")
     name = argument.name.lower()
+    if name == BUDGET_PARAMETER:
+        raise CatalogRefused(
+            f"current_setting() does not give {BUDGET_PARAMETER}: it is read from the "
+            "privacy ledger, not kept in the session",
+            hint=f"SHOW {BUDGET_PARAMETER} shows the budget left",
+        )
     if name not in session.settings:
         if missing and len(args) == 2:
             return exp.cast(exp.Null(), exp.DataType.build("text"))

@@ -3,7 +3,9 @@
 DuckDB forgets an interrupt that comes before it has started the query (it clears the flag
 as a statement begins), so once fired, ``Interrupter`` interrupts the cursor again every
 INTERRUPT_EVERY_SECONDS, from a thread started then, until the query has ended. Used by
-the data backend (proxy.backends.duckdb) and the catalog's database (proxy.catalog).
+the data backend (proxy.backends.duckdb) and the catalog engine (proxy.catalog.engine);
+outside proxy.backends, whose import brings the rewriter, which the engine's process
+does not need.
 """
 
 from __future__ import annotations
