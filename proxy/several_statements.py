@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from proxy.parameters import scan
 from proxy.seam import QueryError, Session
+from proxy.sql_comments import SQL_SPACE
 from proxy.sqlstate import PROGRAM_LIMIT_EXCEEDED
 
 #: The most statements one Query message may hold; one with more is refused whole.
@@ -29,8 +30,6 @@ from proxy.sqlstate import PROGRAM_LIMIT_EXCEEDED
 #: served one statement (or a few) per Query, each answered (and charged) as it comes.
 MAX_STATEMENTS = 100
 
-#: White space as PostgreSQL's lexer knows it (not Unicode's: U+00A0 may be in a name).
-_SQL_SPACE = " \t\n\r\f\v"
 NOT_SPLIT_HINT = "dpproxy could not tell where the statements of this query end, so it ran none"
 
 
@@ -56,7 +55,7 @@ def split_query(sql: str) -> list[str]:
         )
     if not spans:
         return [""]
-    return [sql[start:end].strip(_SQL_SPACE) for start, end in spans]
+    return [sql[start:end].strip(SQL_SPACE) for start, end in spans]
 
 
 async def run_statements(

@@ -1,8 +1,11 @@
-"""Where a /* */ comment ends, as PostgreSQL's lexer reads it (comments nest). Apart, with
-no imports of its own, for the statement scanners that need it (proxy.sql_tokens,
-proxy.statements)."""
+"""Pieces of PostgreSQL's lexer that the statement scanners share (proxy.sql_tokens,
+proxy.statements, proxy.several_statements): white space, and where a /* */ comment ends
+(comments nest). Apart, with no imports of its own."""
 
 from __future__ import annotations
+
+#: White space as PostgreSQL's lexer knows it (not Unicode's: U+00A0 may be in a name).
+SQL_SPACE = " \t\n\r\f\v"
 
 
 def block_comment_end(sql: str, start: int) -> int | None:

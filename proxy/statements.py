@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from enum import Enum
 
-from proxy.sql_comments import block_comment_end
+from proxy.sql_comments import SQL_SPACE, block_comment_end
 
 
 class Kind(Enum):
@@ -83,14 +83,15 @@ def recognize(sql: str) -> SessionStatement | None:
 
 
 def _strip(sql: str) -> str:
-    text = _without_comments(sql).strip()
+    text = _without_comments(sql).strip(SQL_SPACE)
     while text.endswith(";"):
-        text = text[:-1].rstrip()
+        text = text[:-1].rstrip(SQL_SPACE)
     return text
 
 
 #: Where a comment or a quoted text may begin (each read as PostgreSQL's lexer reads it).
 _SPECIAL = re.compile(r"--|/\*|[Ee]'|['\"$]")
+_LINE_END = re.compile(r"[\n\r]")
 _QUOTED = {
     "'": re.compile(r"'(?:[^']|'')*'"),
     '"': re.compile(r'"(?:[^"]|"")*"'),
@@ -113,8 +114,8 @@ def _without_comments(sql: str) -> str:
         inside_word = start > 0 and _WORD_CHARACTER.match(sql[start - 1]) is not None
         end: int | None
         if lead == "--":
-            newline = sql.find("\n", start)
-            end = len(sql) if newline < 0 else newline
+            line_end = _LINE_END.search(sql, start)  # \n or \r, as PostgreSQL's lexer
+            end = len(sql) if line_end is None else line_end.start()
             parts.append(" ")
         elif lead == "/*":
             end = block_comment_end(sql, start)

@@ -128,6 +128,8 @@ QUERIES_AS_IN_POSTGRESQL = [
     "SELECT 1;;SELECT 2;",
     ";",
     "SELECT 1; -- only a comment",
+    # A -- comment ends at a carriage return too.
+    "-- a comment\rSET application_name = 'cr'; SHOW application_name",
     # Semicolons in strings, names, dollar quotes and comments do not end a statement.
     "SELECT 'a;b'; SELECT E'c\\';d'; SELECT $$e;f$$; SELECT $t$g;$$;h$t$; "
     'SELECT 1 AS "x;y"; SELECT 1 /* ; /* ; */ ; */ ; SELECT 2 -- ;\n',
@@ -218,6 +220,19 @@ def test_psql_set_then_select_spends_the_epsilon_set(server: RunningServer) -> N
     assert "count" in result.stdout and " 0.5\n" in result.stdout
     records = audit(server)[before:]
     assert [(r["sql"], r["decision"], r["epsilon"]) for r in records] == [(FAST, "accepted", "0.5")]
+
+
+def test_a_set_after_a_comment_ended_by_a_carriage_return_is_not_lost(
+    server: RunningServer,
+) -> None:
+    """PostgreSQL ends a -- comment at \\r as at \\n: the SET runs and the SELECT is charged
+    the ε it set (the SET was taken for part of the comment, and the default ε charged)."""
+    before = len(audit(server))
+    result = server.psql("alice", f"-- spend little\rSET dpproxy.epsilon = 0.1; {FAST}")
+    assert result.returncode == 0, result.stderr
+    assert "NOTICE:  dpproxy: this answer cost ε=0.1;" in result.stderr
+    records = audit(server)[before:]
+    assert [(r["sql"], r["decision"], r["epsilon"]) for r in records] == [(FAST, "accepted", "0.1")]
 
 
 def test_two_dp_statements_are_charged_and_audited_twice(server: RunningServer) -> None:

@@ -108,6 +108,8 @@ def test_comment_marks_inside_quotes_are_text(sql: str, value: str) -> None:
         ("SELECT 'open -- y", "SELECT 'open -- y"),  # left open: kept, it fails later
         ("/* open", "/* open"),
         ("-- only a comment", ""),
+        ("-- ends at a carriage return\rSET x = 1", "SET x = 1"),
+        ("\u00a0", "\u00a0"),  # not white space to PostgreSQL (a name may hold it)
     ],
 )
 def test_strip_sql_reads_quotes_and_comments_as_postgresql(sql: str, stripped: str) -> None:
