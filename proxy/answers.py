@@ -6,11 +6,13 @@ so it costs nothing. Drawing *new* noise is never free: the cache holds the rele
 (noisy) relation itself, never the exact values, and only ever returns what was released.
 
 Key: the analyst, the plan's SQL (the normalized bounded query, so differently written
-queries with the same plan share an answer) and the privacy parameters (mechanism, scales,
-sensitivities, ε or ρ, bias checks). An entry is reused only while the data version is the same: the
-DuckDB file's size and modification time (with its WAL), and for PostgreSQL nothing can be
-seen, so entries expire after ``ttl_seconds``; and while the admin's cache epoch
-(``dpproxy cache clear``) is unchanged. Entries live in this process only: after a restart
+queries with the same plan share an answer), the time zone a query over timestamps with
+time zone reads them in (the session's TimeZone: an answer for UTC is never Paris's), and
+the privacy parameters (mechanism, scales, sensitivities, ε or ρ, bias checks). An
+entry is reused only while the data version is the same: the DuckDB file's size and
+modification time (with its WAL), and for PostgreSQL nothing can be seen, so entries
+expire after ``ttl_seconds``; and while the admin's cache epoch (``dpproxy cache clear``)
+is unchanged. Entries live in this process only: after a restart
 a repeated query is charged again (never answered for free with new noise).
 """
 
@@ -60,6 +62,9 @@ class CacheKey:
     sql: str
     dialect: str
     privacy: tuple[Hashable, ...]
+    #: The session's TimeZone the plan reads timestamps with time zone in (its SQL names
+    #: the zone too); None for a plan that reads none, whose answer any zone shares.
+    time_zone: str | None = None
 
     @classmethod
     def of(cls, analyst: str, query_plan: Plan) -> CacheKey:
@@ -85,7 +90,7 @@ class CacheKey:
             tuple((c.spec.kind, c.spec.outputs) for c in query_plan.checks),
         )
         privacy = (*privacy, shape)
-        return cls(analyst, query_plan.sql, query_plan.dialect, privacy)
+        return cls(analyst, query_plan.sql, query_plan.dialect, privacy, query_plan.time_zone)
 
 
 @dataclass(frozen=True)

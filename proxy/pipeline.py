@@ -126,11 +126,12 @@ class Pipeline:
         report: Report = "notice",
         delta: Decimal = Decimal(0),
         bias_check: bool = False,
+        time_zone: str = "UTC",
     ) -> tuple[ColumnDescription, ...]:
         """The columns the query would return; plans it but runs and charges nothing."""
         try:
             query_plan = await self._plan(
-                asker, sql, epsilon, mechanism, delta, bias_check=bias_check
+                asker, sql, epsilon, mechanism, delta, bias_check=bias_check, time_zone=time_zone
             )
         except StateStoreError as error:  # recording a refusal failed
             raise ledger_failure(error) from None
@@ -156,15 +157,19 @@ class Pipeline:
         delta: Decimal,
         *,
         bias_check: bool,
+        time_zone: str,
     ) -> Plan:
         # ``delta``: what partition selection may spend (GROUP BY keys found in the data);
-        # ``bias_check``: spend CHECK_SHARE of the query's ε (or ρ) on bias checks.
+        # ``bias_check``: spend CHECK_SHARE of the query's ε (or ρ) on bias checks;
+        # ``time_zone``: the session's TimeZone, in which timestamps with time zone are read
+        # (part of the request: plans, and answers, for other zones are others).
         request = PlanRequest(
             float(epsilon),
             self.backend.dialect,
             mechanism.value,
             float(delta),
             bias_check=bias_check,
+            time_zone=time_zone,
         )
         cached = self.plans.get(asker.analyst, sql, request)
         if cached is not None:
@@ -201,6 +206,7 @@ class Pipeline:
         report: Report = "notice",
         delta: Decimal = Decimal(0),
         bias_check: bool = False,
+        time_zone: str = "UTC",
     ) -> StatementResult:
         """The noisy answer, charged. A state store that cannot record the query (locked
         by another process, or failing) refuses it with a clear error (ledger_failure);
@@ -222,6 +228,7 @@ class Pipeline:
                 report=report,
                 delta=delta,
                 bias_check=bias_check,
+                time_zone=time_zone,
             )
         except StateStoreError as error:  # before the charge (or a charge in doubt)
             if isinstance(error, WriteOutcomeUnknown) and error.attempt is not None:
@@ -245,10 +252,13 @@ class Pipeline:
         report: Report,
         delta: Decimal,
         bias_check: bool,
+        time_zone: str,
     ) -> StatementResult:
         started = time.perf_counter()
         attempt = Attempt(analyst=asker.analyst, client_address=asker.address, sql=sql)
-        query_plan = await self._plan(asker, sql, epsilon, mechanism, delta, bias_check=bias_check)
+        query_plan = await self._plan(
+            asker, sql, epsilon, mechanism, delta, bias_check=bias_check, time_zone=time_zone
+        )
         cost = self.costs.get(
             query_plan, (epsilon, delta), lambda: charge_for(query_plan, epsilon, delta)
         )
@@ -256,6 +266,8 @@ class Pipeline:
         version = None
         if self.answers is not None and self.answers.enabled:
             version = self.answers.version(await self.ledger.answer_cache_epoch())
+            if link is not None and link.gone:  # looked at again: one gone is neither recorded
+                token.cancel(CLIENT_DISCONNECT)  # as cached nor charged (stop_if_canceled)
             await stop_if_canceled(asker, attempt, token, refuse=self._refuse)
             hit = self.answers.get(key, version)
             if hit is not None:

@@ -211,6 +211,7 @@ class AnalystSession:
                         report=self._report_mode,
                         delta=self._delta,
                         bias_check=self._bias_check,
+                        time_zone=self._parameters["timezone"],
                     )
                     if token.canceled:  # while it was planned (nothing is ever charged)
                         await self._audit_canceled(sql, token)
@@ -365,6 +366,7 @@ class AnalystSession:
                 report=self._report_mode,
                 delta=self._delta,
                 bias_check=self._bias_check,
+                time_zone=self._parameters["timezone"],
             )
 
     def _session_statement(self, statement: SessionStatement) -> StatementResult:

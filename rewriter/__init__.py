@@ -1,6 +1,13 @@
 """The rewriter: from an analyst's SQL to a Plan (bounded SQL plus a noisy release)."""
 
-from rewriter.catalog import Catalog, ColumnInfo, ColumnType, TableInfo, build_catalog
+from rewriter.catalog import (
+    Catalog,
+    ColumnInfo,
+    ColumnType,
+    ColumnTypes,
+    TableInfo,
+    build_catalog,
+)
 from rewriter.errors import PolicyError, Rejected, RewriterError
 from rewriter.mechanisms import DiscreteGaussian, DiscreteLaplace, NoiseSource, OpenDPNoise
 from rewriter.plan import Accuracy, Plan, Release, ReleasedValue, ReleaseError
@@ -13,6 +20,7 @@ __all__ = [
     "ColumnInfo",
     "ColumnPolicy",
     "ColumnType",
+    "ColumnTypes",
     "DiscreteGaussian",
     "DiscreteLaplace",
     "NoiseSource",

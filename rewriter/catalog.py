@@ -5,9 +5,10 @@ Built by the proxy from the backend's schema (never its data) and the configurat
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from enum import Enum
 
@@ -48,6 +49,13 @@ class ColumnInfo:
     #: A DECIMAL column whose engine stores no NaN or infinity in it (DuckDB; PostgreSQL's
     #: numeric holds NaN), with known ``digits``: every value is a finite number.
     finite: bool = False
+    #: A timestamp with time zone (``type`` TIMESTAMP): its values are instants, its
+    #: declared bounds instants (UTC), and a query reads its dates and times in the
+    #: session's TimeZone (``rewriter.zones``).
+    zoned: bool = False
+    #: The session's TimeZone that a plan reads this zoned column in (``Catalog.in_zone``);
+    #: None outside a plan, and for every other column.
+    zone: str | None = None
 
     @property
     def whole_bounds(self) -> tuple[int, int] | None:
@@ -63,7 +71,8 @@ class ColumnInfo:
     def date_bounds(self) -> tuple[dt.date, dt.date] | None:
         """A date or timestamp column's declared bounds as values of the column's type:
         dates for a DATE column; datetimes for a TIMESTAMP column, where date bounds cover
-        whole days (lower from 00:00:00, upper until 23:59:59.999999). None without them."""
+        whole days (lower from 00:00:00, upper until 23:59:59.999999). None without them.
+        A ``zoned`` column's bounds are instants in UTC (``rewriter.zones.instant_bound``)."""
         found = self.policy.date_bounds
         if found is None or not self.type.temporal:
             return None
@@ -126,6 +135,14 @@ class Catalog:
     def with_table(self, key: str, table: TableInfo) -> Catalog:
         return Catalog({**self.tables, key.lower(): table})
 
+    def in_zone(self, zone: str) -> Catalog:
+        """The catalog whose timestamp with time zone columns a query reads in ``zone``,
+        the session's TimeZone (``rewriter.zones``; checked where a query reads one)."""
+        tables = {key: _table_in_zone(table, zone) for key, table in self.tables.items()}
+        if all(tables[key] is table for key, table in self.tables.items()):
+            return self
+        return Catalog(tables)
+
     def table(self, name: str, schema: str | None = None) -> TableInfo:
         found = self.tables.get(name.lower())
         if found is None or (schema is not None and schema.lower() not in _SCHEMA_ALIASES):
@@ -141,6 +158,34 @@ class Catalog:
 _SCHEMA_ALIASES = frozenset({"public", "main"})
 
 
+def _table_in_zone(table: TableInfo, zone: str) -> TableInfo:
+    columns = {
+        key: dataclasses.replace(info, zone=zone) if info.zoned else info
+        for key, info in table.columns.items()
+    }
+    path = tuple(
+        dataclasses.replace(hop, table=_table_in_zone(hop.table, zone)) for hop in table.unit_path
+    )
+    changed = any(columns[k] is not table.columns[k] for k in columns)
+    if not changed and all(a.table is b.table for a, b in zip(path, table.unit_path, strict=True)):
+        return table
+    return dataclasses.replace(table, columns=columns, unit_path=path)
+
+
+class ColumnTypes(dict[str, dict[str, ColumnType]]):
+    """table -> column -> ColumnType, as a backend's schema gives them, with the timestamp
+    columns that hold a time zone (``zoned``: table -> columns), which ``build_catalog``
+    marks (``ColumnInfo.zoned``) when it is not told them otherwise."""
+
+    def __init__(
+        self,
+        columns: Mapping[str, Mapping[str, ColumnType]],
+        zoned: Mapping[str, frozenset[str]] | None = None,
+    ) -> None:
+        super().__init__({table: dict(found) for table, found in columns.items()})
+        self.zoned: dict[str, frozenset[str]] = dict(zoned or {})
+
+
 def build_catalog(
     schema_columns: Mapping[str, Mapping[str, ColumnType]],
     policies: Mapping[str, TablePolicy],
@@ -148,6 +193,7 @@ def build_catalog(
     schema: str,
     digits: Mapping[str, Mapping[str, tuple[int, int]]] | None = None,
     finite_decimals: bool = False,
+    zoned: Mapping[str, Collection[str]] | None = None,
 ) -> Catalog:
     """Combine the backend's columns (table -> column -> type) with the table policies.
 
@@ -155,11 +201,18 @@ def build_catalog(
     columns whose declared type one DECIMAL holds exactly (``ColumnInfo.digits``).
     ``finite_decimals``: the engine's DECIMAL columns hold no NaN or infinity (DuckDB's
     do not; PostgreSQL's numeric holds NaN), so those with ``digits`` are finite.
+    ``zoned`` (table -> columns): the TIMESTAMP columns that are timestamps with time zone
+    (``ColumnInfo.zoned``); by default those a ``ColumnTypes`` names.
 
     Only tables with a policy are visible. Raises PolicyError naming the table or column
     when a policy refers to something the database does not have.
     """
     by_key = {t.lower(): (t, cols) for t, cols in schema_columns.items()}
+    if zoned is None and isinstance(schema_columns, ColumnTypes):
+        zoned = schema_columns.zoned
+    with_zone = {
+        table.lower(): {c.lower() for c in found} for table, found in (zoned or {}).items()
+    }
     tables: dict[str, TableInfo] = {}
     for table_name, policy in policies.items():
         key = table_name.lower()
@@ -194,6 +247,7 @@ def build_catalog(
             _check_domain_fits(where, col_policy, columns[col.lower()])
         col_policies = {c.lower(): p for c, p in policy.columns.items()}
         declared = {c.lower(): d for c, d in (digits or {}).get(db_name, {}).items()}
+        instants = with_zone.get(key, set())
         infos = {
             name: ColumnInfo(
                 spelled[name],
@@ -201,6 +255,7 @@ def build_catalog(
                 col_policies.get(name, ColumnPolicy()),
                 declared.get(name) if ty in (ColumnType.INTEGER, ColumnType.DECIMAL) else None,
                 finite_decimals and ty is ColumnType.DECIMAL and name in declared,
+                zoned=ty is ColumnType.TIMESTAMP and name in instants,
             )
             for name, ty in columns.items()
         }

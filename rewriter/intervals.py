@@ -28,6 +28,7 @@ from sqlglot import exp
 
 from rewriter.catalog import ColumnInfo, ColumnType
 from rewriter.errors import Rejected
+from rewriter.passes.zoned_bounds import local_years
 from rewriter.underflow import check_underflow, rounding_digits
 
 
@@ -249,6 +250,11 @@ def _extract(node: exp.Extract, info: ColumnInfos | None) -> Interval:
             ),
         )
     lower, upper = declared
+    years = local_years(column) if column.zoned else None
+    if years is not None:  # its local year, in the session's zone: within a day of UTC's
+        if field == "YEAR":
+            return Interval(years[0], years[1], True)
+        return Interval(years[0] - 1, years[1] + 1, True)  # the ISO year: a year apart at most
     if field == "YEAR":
         return Interval(lower.year, upper.year, True)
     # The ISO year never decreases as the date grows: its range is its bounds'.

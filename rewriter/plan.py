@@ -90,6 +90,10 @@ class Plan:
     #: The constant expressions of ``sql``: the proxy evaluates them on their own before
     #: charging and refuses the query if one fails (``rewriter.passes.constants``).
     constants: tuple[Constant, ...] = ()
+    #: The session's TimeZone the query reads its timestamps with time zone in (their
+    #: dates, times and literals compared with them: ``rewriter.zones``); None when it
+    #: reads none, and its answer does not depend on the zone.
+    time_zone: str | None = None
 
     @property
     def gaussian(self) -> bool:

@@ -22,8 +22,9 @@ from rewriter.passes.check_joins import check_joins
 from rewriter.passes.check_predicate import check_predicate
 from rewriter.passes.check_shape import check_shape
 from rewriter.passes.collations import default_collation
-from rewriter.passes.constants import constants
+from rewriter.passes.constants import constants, zone_probe
 from rewriter.passes.group_keys import domain_cells, from_data, group_keys
+from rewriter.passes.local_times import local_times
 from rewriter.passes.measurements import MeasureKind, MeasurementSpec, plan_measurements
 from rewriter.passes.post_process import post_query
 from rewriter.passes.subqueries import expand_subqueries
@@ -52,6 +53,8 @@ PASSES = (
     "post_process: select list, HAVING, ORDER BY, LIMIT over the released values",
     "collations: on PostgreSQL, the text each LIKE and ILIKE matches is read under the"
     " database's default collation (a nondeterministic one fails on the rows reaching it)",
+    "local_times: each timestamp with time zone read as its local time in the session's"
+    " TimeZone, written so (compared ones stay instants, value_types.zoned)",
     "constants: the constant expressions of the bounded query, which the proxy evaluates"
     " on their own before charging (DuckDB fails on a constant only on the rows that"
     " evaluate it)",
@@ -68,13 +71,16 @@ class PlanRequest:
     ``delta``: the δ the query may spend on partition selection (releasing GROUP BY keys
     found in the data); 0 refuses keys without a public domain. ``bias_check``: spend
     CHECK_SHARE of the query's ε (or ρ) on counting the persons whose values were clamped
-    or rows cut (``rewriter.bias``)."""
+    or rows cut (``rewriter.bias``). ``time_zone``: the session's TimeZone (as SHOW
+    TimeZone shows it), in which a query reads the dates and times of timestamps with
+    time zone (``rewriter.zones``; a zone the engines read differently is refused there)."""
 
     epsilon: float
     dialect: Dialect = "duckdb"
     mechanism: NoiseKind = "laplace"
     delta: float = 0.0
     bias_check: bool = False
+    time_zone: str = "UTC"
 
 
 def plan(sql: str, catalog: Catalog, request: PlanRequest) -> Plan:
@@ -101,6 +107,7 @@ def plan(sql: str, catalog: Catalog, request: PlanRequest) -> Plan:
 
 
 def _plan(sql: str, catalog: Catalog, request: PlanRequest) -> Plan:
+    catalog = catalog.in_zone(request.time_zone)
     tree, catalog = expand_subqueries(parse_statement(sql), catalog)
     shape = check_shape(tree, catalog)
     where = None
@@ -143,9 +150,12 @@ def _plan(sql: str, catalog: Catalog, request: PlanRequest) -> Plan:
         max_groups=joins.max_groups_per_unit,
         checks=checks,
     )
+    zone = local_times(query)
     if request.dialect == "postgres":
         default_collation(query)  # LIKE never fails for a column's collation
     found = constants(query, request.dialect)
+    if zone is not None:  # the engine must know the zone, or the query is refused free
+        found = (*found, zone_probe(zone, request.dialect))
     return Plan(
         sql=query.sql(dialect=request.dialect, copy=False),  # the tree is not kept
         dialect=request.dialect,
@@ -164,6 +174,7 @@ def _plan(sql: str, catalog: Catalog, request: PlanRequest) -> Plan:
         checks=_checks(checks, request),
         unchecked=blind,
         constants=found,
+        time_zone=zone,
     )
 
 

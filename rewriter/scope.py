@@ -14,6 +14,7 @@ from sqlglot import exp
 
 from rewriter.catalog import ColumnInfo, TableInfo
 from rewriter.errors import Rejected
+from rewriter.zones import LOCAL, ZONE, sql_zone
 
 #: Set (``exp.Table.meta``) on the tables an inlined row-level subquery leaves in its
 #: place (rewriter.passes.subqueries): a Source built from one is ``hidden``.
@@ -68,9 +69,18 @@ class Scope:
         return protected[0]
 
     def resolve(self, column: exp.Column, where: str) -> exp.Column:
-        """The column as the rewritten SQL names it: alias-qualified and quoted."""
+        """The column as the rewritten SQL names it: alias-qualified and quoted. A
+        timestamp with time zone read in the session's zone is marked to be read as its
+        local time there (``rewriter.zones``; Rejected if the engines would read the zone
+        differently)."""
         source, info = self.lookup(column, where)
-        return exp.column(info.name, table=source.alias, quoted=True)
+        resolved = exp.column(info.name, table=source.alias, quoted=True)
+        if info.zoned:
+            if info.zone is None:  # a catalog not read in a zone (Catalog.in_zone)
+                raise Rejected(f'column "{info.name}" is read in no time zone')
+            resolved.meta[ZONE] = sql_zone(info.zone)
+            resolved.meta[LOCAL] = True
+        return resolved
 
     def lookup(self, column: exp.Column, where: str) -> tuple[Source, ColumnInfo]:
         if column.args.get("db") is not None or column.args.get("catalog") is not None:

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from rewriter.catalog import ColumnType
+from rewriter.catalog import ColumnType, ColumnTypes
 from rewriter.planner import Dialect
 
 
@@ -194,12 +194,29 @@ def find_declared(schema: Schema, table: str, column: str) -> tuple[str, str, De
     return None
 
 
-def column_types(schema: Schema) -> dict[str, dict[str, ColumnType]]:
-    """table -> column -> the rewriter's coarse ColumnType."""
-    return {
+def column_types(schema: Schema) -> ColumnTypes:
+    """table -> column -> the rewriter's coarse ColumnType, with the timestamp columns
+    that hold a time zone (``ColumnTypes.zoned``): a query reads their dates and times in
+    the session's TimeZone (rewriter.zones)."""
+    types = {
         table: {name: column_type(declared.name) for name, declared in columns.items()}
         for table, columns in schema.items()
     }
+    zoned = {
+        table: frozenset(name for name, declared in columns.items() if with_time_zone(declared))
+        for table, columns in schema.items()
+    }
+    return ColumnTypes(types, {table: names for table, names in zoned.items() if names})
+
+
+#: How the engines name a timestamp with time zone (information_schema's data_type).
+_ZONED_TYPES = frozenset({"timestamp with time zone", "timestamptz"})
+
+
+def with_time_zone(declared: DeclaredType) -> bool:
+    """Whether the column is a timestamp with time zone (PostgreSQL's timestamptz, DuckDB's
+    TIMESTAMP WITH TIME ZONE), whose values are instants."""
+    return declared.name.strip().lower() in _ZONED_TYPES
 
 
 #: Integer types (information_schema's data_type, lower case) and the decimal digits that

@@ -26,6 +26,7 @@ from rewriter.passes.check_predicate import (
 from rewriter.passes.check_shape import QueryShape
 from rewriter.passes.group_keys import GroupKey, written_form
 from rewriter.passes.quantiles import is_quantile_call, min_max_rejected, quantile_call
+from rewriter.passes.zoned_keys import check_zoned_keys
 from rewriter.scope import WRITTEN, Scope
 
 
@@ -88,6 +89,7 @@ def find_aggregates(
     found: dict[str, AggregateSpec] = {}
     # Matched as written (columns resolved): a key's SQL may be rewritten (cleaned, cast).
     by_sql = {k.written.sql(): k.name for k in keys}
+    zoned = frozenset(k.name for k in keys if k.zoned)  # used as themselves only
 
     def replace(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Window):
@@ -107,7 +109,9 @@ def find_aggregates(
         if node is None:
             return None
         with_aggregates = node.transform(replace)  # transform copies
-        return _replace_keys(with_aggregates, by_sql, shape, where)
+        replaced = _replace_keys(with_aggregates, by_sql, shape, where)
+        check_zoned_keys(replaced, zoned, where, bare=where != "HAVING")
+        return replaced
 
     select = []
     for item in shape.select:

@@ -29,6 +29,7 @@ from enum import Enum
 
 from sqlglot import exp
 
+from rewriter.passes import zoned_bounds
 from rewriter.passes.measurements import MeasureKind, MeasurementSpec, OutputSpec
 from rewriter.scope import Scope, Source
 from rewriter.sql_values import as_double, in_double_range, integer, moment, number
@@ -209,6 +210,9 @@ def _outside(column: exp.Column, scope: Scope) -> exp.Expr | None:
         return None
     dates = info.date_bounds
     bounds = info.policy.bounds
+    if info.zoned:  # compared as an instant, as cleaning clamps it
+        beyond = zoned_bounds.outside(column, info)
+        return None if beyond is None else _indicator(beyond)
     if dates is not None:
         low, high = (moment(d, info.type) for d in dates)
         return _indicator(_beyond(column.copy(), low, high))

@@ -40,6 +40,7 @@ from sqlglot import exp
 
 from rewriter.catalog import ColumnType
 from rewriter.exact_sums import ExactSum, exact_sums
+from rewriter.passes import zoned_bounds
 from rewriter.passes.bias_checks import CheckSpec, inner_selects, person_selects, totals
 from rewriter.passes.check_joins import JoinBounds
 from rewriter.passes.eager_partials import eager_partials
@@ -59,6 +60,7 @@ from rewriter.sql_values import (
     number,
 )
 from rewriter.underflow import flushed_bounds
+from rewriter.zones import is_local
 
 UNIT_ALIAS = "u"
 RANKED_ALIAS = "r"
@@ -272,7 +274,10 @@ class _RowLevel:
     renamed ``c0, c1, …``, each quantile's bin, and its random order per unit and group."""
 
     def __init__(
-        self, rows: exp.Select, names: dict[tuple[str, str], str], binned: list[MeasurementSpec]
+        self,
+        rows: exp.Select,
+        names: dict[tuple[str, str, bool], str],
+        binned: list[MeasurementSpec],
     ) -> None:
         self.rows = rows
         self.names = names
@@ -283,7 +288,7 @@ class _RowLevel:
 
         def replace(sub: exp.Expr) -> exp.Expr:
             if isinstance(sub, exp.Column) and sub.table != PICKED_ALIAS:
-                return _col(self.names[(sub.table, sub.name)], alias)
+                return _col(self.names[_identity(sub)], alias)
             return sub
 
         return node.transform(replace)  # transform copies
@@ -314,11 +319,11 @@ def _row_level(
     grouping: list[exp.Expr],
     binned: list[MeasurementSpec],
 ) -> _RowLevel:
-    names: dict[tuple[str, str], str] = {}
+    names: dict[tuple[str, str, bool], str] = {}
     columns: list[exp.Expr] = []
     for node in [*selects, *grouping]:
         for column in node.find_all(exp.Column):
-            identity = (column.table, column.name)
+            identity = _identity(column)
             if column.table == PICKED_ALIAS or identity in names:
                 continue
             names[identity] = f"c{len(names)}"
@@ -329,6 +334,12 @@ def _row_level(
     columns.append(exp.alias_(exp.Rand(), ROW_DRAW, quoted=True, copy=False))
     rows = _from_sources(exp.select(*columns), scope, joins)
     return _RowLevel(rows.where(exp.and_(*conditions), copy=False), names, binned)
+
+
+def _identity(column: exp.Column) -> tuple[str, str, bool]:
+    """A column the row-level query names: a timestamp with time zone read as its local
+    time and the same compared as an instant (``rewriter.zones``) are two."""
+    return column.table, column.name, is_local(column)
 
 
 def _bin_index(m: MeasurementSpec, scope: Scope) -> exp.Expr:
@@ -455,6 +466,8 @@ def clean(expression: exp.Expr, scope: Scope) -> exp.Expr:
             _widen_integer_literals(node)
             return node
         info = scope.info(node)
+        if info.zoned:  # clamped as an instant, then read as its local time (or not)
+            return zoned_bounds.cleaned(node, info)
         value: exp.Expr = node.copy()
         dates = info.date_bounds
         if dates is not None:

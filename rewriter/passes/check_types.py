@@ -25,6 +25,9 @@ in its escape character fails on PostgreSQL only on the values that match up to 
 Constant expressions themselves (``CAST('x' AS INTEGER)``) are evaluated before the query
 runs (``rewriter.passes.constants``).
 
+A timestamp with time zone is of its own kind (``kinds.ZONED``): compared as an instant
+(``value_types.zoned``), its local time elsewhere (``rewriter.zones``).
+
 This module finds the kind of each expression, bottom up, and applies the checks of
 ``rewriter.passes.value_types`` to it, one module per concern (casts, comparisons,
 constant arguments, dates and timestamps, literals, number types, text).
@@ -40,7 +43,6 @@ from rewriter.passes.value_types.comparisons import common, compare
 from rewriter.passes.value_types.constant_arguments import check_constant_arguments
 from rewriter.passes.value_types.kinds import (
     BOOLEAN,
-    COLUMN_KINDS,
     LITERAL_TEXT,
     NULL,
     NUMBER,
@@ -48,6 +50,7 @@ from rewriter.passes.value_types.kinds import (
     TEXT,
     TypeMemo,
     chosen,
+    column_kind,
 )
 from rewriter.passes.value_types.literals import number_in_range
 from rewriter.passes.value_types.moments import date_trunc_kind, extract_kind, moment_arithmetic
@@ -120,7 +123,7 @@ def _find_kind(node: exp.Expr, scope: Scope, where: str, memo: TypeMemo, *, raw:
         kinds = [_kind(v, scope, where, memo, raw=raw) for v in values]
         return common(node, values, kinds, scope, where, memo=memo, raw=raw)
     if isinstance(node, exp.Column):
-        return COLUMN_KINDS[scope.info(node).type]
+        return column_kind(scope.info(node))
     if isinstance(node, exp.Literal):
         if raw and not node.is_string:  # values inside aggregates: rewriter.intervals
             number_in_range(node, where)

@@ -35,7 +35,16 @@ _NOT_CONSTANT = (
     exp.WindowSpec,
 )
 #: What a constant is recorded as: a value (else its parts are, as in ``1 AS x``).
-_VALUES = (exp.Func, exp.Binary, exp.Unary, exp.Case, exp.Interval, exp.Between, exp.In)
+_VALUES = (
+    exp.Func,
+    exp.Binary,
+    exp.Unary,
+    exp.Case,
+    exp.Interval,
+    exp.Between,
+    exp.In,
+    exp.AtTimeZone,
+)
 
 
 @dataclass(frozen=True)
@@ -55,7 +64,7 @@ def constants(tree: exp.Expr, dialect: str) -> tuple[Constant, ...]:
             for child in node.iter_expressions():
                 record(child)
             return
-        sql = node.sql(dialect=dialect)
+        sql = _fetchable(node).sql(dialect=dialect)
         if sql not in found:
             found[sql] = Constant(sql, node.sql(dialect="postgres"))
 
@@ -77,6 +86,30 @@ def constants(tree: exp.Expr, dialect: str) -> tuple[Constant, ...]:
     if visit(tree):
         record(tree)
     return tuple(found.values())
+
+
+def _fetchable(node: exp.Expr) -> exp.Expr:
+    """A constant as a value the engine's client can fetch: a timestamp with time zone
+    (a local time AT TIME ZONE, a cast to one) as its text (DuckDB's Python client needs
+    pytz, not a dependency of dpproxy, to fetch one); the others as they are."""
+    inner = node.unnest()
+    zoned = isinstance(inner, exp.AtTimeZone) or (
+        isinstance(inner, exp.Cast) and inner.to.is_type(exp.DataType.Type.TIMESTAMPTZ)
+    )
+    return exp.cast(node.copy(), exp.DataType.Type.TEXT) if zoned else node
+
+
+def zone_probe(zone: str, dialect: str) -> Constant:
+    """A constant that the engine computes only if it knows the time zone ``zone`` (a
+    query reads timestamps with time zone in it): evaluated before the charge, so that a
+    zone it lacks refuses the query free, never row by row."""
+    probe = exp.AtTimeZone(
+        this=exp.cast(exp.Literal.string("2000-01-01 00:00:00"), exp.DataType.Type.TIMESTAMP),
+        zone=exp.Literal.string(zone),
+    )
+    return Constant(
+        _fetchable(probe).sql(dialect=dialect), f"TIMESTAMP '2000-01-01' AT TIME ZONE '{zone}'"
+    )
 
 
 def evaluation_sql(found: tuple[Constant, ...]) -> str:

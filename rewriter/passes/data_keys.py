@@ -13,6 +13,13 @@ a row exists). Accepted, with the released type:
 - ``EXTRACT(field FROM c)`` of a date or timestamp column, for the fields both engines
   compute alike (year, quarter, month, day, dow, isodow, doy, decade,
   century, millennium; hour and minute of a timestamp): DOUBLE;
+- a timestamp with time zone (``rewriter.zones``) is its local time in the session's
+  TimeZone: ``CAST(ts AS TIMESTAMP)`` and ``CAST(ts AS DATE)`` of one are keys
+  (TIMESTAMP, DATE); EXTRACT and date_trunc of one (or of its cast to TIMESTAMP) take its
+  local time, date_trunc's start resolved as PostgreSQL shows it (``zones.resolved_local``:
+  where DST begins at midnight, the day starts at 01:00); the column itself and date_trunc
+  of it to the second, minute or hour only in a zone of one fixed offset
+  (``one_key_per_instant``);
 - ``date_trunc('second' | 'minute' | 'hour' | 'day' | 'week' | 'month' | 'quarter' |
   'year', c)`` of a date or timestamp column: TIMESTAMP. PostgreSQL truncates a date as a
   timestamp with time zone (in the session's zone) and DuckDB as a timestamp, so the key
@@ -75,6 +82,7 @@ from rewriter.passes.numeric_keys import (
 )
 from rewriter.passes.value_types.moments import DATE_FIELDS, TIME_FIELDS, TRUNC_UNITS
 from rewriter.scope import Scope
+from rewriter.zones import ZONE, fixed_offset, is_local, resolved_local
 
 KEY_TYPES = {
     ColumnType.INTEGER: "BIGINT",
@@ -107,7 +115,8 @@ ACCEPTED = (
     "timestamp or boolean type); lower, upper, trim, substring(x, start[, length]) and || "
     "of text; EXTRACT(year, quarter, month, day, dow, isodow, doy, decade, "
     "century, millennium, hour or minute FROM a date or timestamp column); "
-    "date_trunc('second' to 'year', a date or timestamp column); + - * /, floor, ceil, "
+    "date_trunc('second' to 'year', a date or timestamp column); CAST(ts AS TIMESTAMP) "
+    "and CAST(ts AS DATE) of a timestamp with time zone; + - * /, floor, ceil, "
     "round(x[, d]) and abs over numeric columns with declared bounds; and CASE WHEN, "
     "COALESCE, GREATEST and LEAST over these"
 )
@@ -193,6 +202,8 @@ class _Keys:
             found = KEY_TYPES.get(info.type)
             if found is None:
                 raise self.unknown(node)
+            if info.zoned:
+                one_key_per_instant(resolved, self.original, "the column itself")
             if info.type in _RANGES:
                 guarded = self.within_years(resolved, resolved)
                 return _Key(exp.cast(guarded, _SQL_TYPES[found]), found, changed=True)
@@ -262,6 +273,9 @@ class _Keys:
 
     def cast(self, node: exp.Cast) -> _Key:
         target = node.to
+        local = self.local_cast(node)
+        if local is not None:
+            return local
         if target.expressions or not target.is_type(
             exp.DataType.Type.TEXT, exp.DataType.Type.VARCHAR
         ):
@@ -271,6 +285,20 @@ class _Keys:
             raise self.unknown(node)  # numbers with a fraction print differently per engine
         sql = exp.cast(inner.sql, exp.DataType.Type.VARCHAR)
         return _Key(sql, "VARCHAR", inner.changed, inner.constant)
+
+    def local_cast(self, node: exp.Cast) -> _Key | None:
+        """``CAST(ts AS TIMESTAMP)`` or ``CAST(ts AS DATE)`` of a timestamp with time zone:
+        its local time or date in the session's TimeZone, as PostgreSQL's (None for any
+        other cast)."""
+        kind = _LOCAL_CASTS.get(node.to.this)
+        inner = node.this.unnest()
+        if kind is None or node.to.expressions or not isinstance(inner, exp.Column):
+            return None
+        resolved = self.column(inner)
+        if not self.scope.info(resolved).zoned:
+            return None
+        local = exp.cast(resolved.copy(), _SQL_TYPES[kind])
+        return _Key(exp.cast(self.within_years(resolved, local), _SQL_TYPES[kind]), kind, True)
 
     def extract(self, node: exp.Extract) -> _Key:
         field = node.this.name.upper()
@@ -304,9 +332,14 @@ class _Keys:
                 hint="for example date_trunc('month', visit_date)",
             )
         column = self.date_column(node.this)
-        truncated = exp.TimestampTrunc(
+        truncated: exp.Expr = exp.TimestampTrunc(
             this=exp.cast(column.copy(), exp.DataType.Type.TIMESTAMP), unit=exp.var(unit)
         )
+        zone = None if _timestamp_cast(node.this.unnest()) else zone_of(column)
+        if zone is not None:  # the column itself: PostgreSQL truncates its local time
+            if unit in _WITHIN_A_DAY:
+                one_key_per_instant(column, self.original, f"date_trunc('{unit.lower()}', …)")
+            truncated = resolved_local(truncated, zone)
         guarded = self.within_years(column, truncated)
         return _Key(exp.cast(guarded, exp.DataType.Type.TIMESTAMP), "TIMESTAMP", changed=True)
 
@@ -322,7 +355,15 @@ class _Keys:
         return exp.Case(ifs=[exp.If(this=in_range, true=value)])
 
     def date_column(self, node: exp.Expr) -> exp.Column:
+        """The date or timestamp column of an EXTRACT or date_trunc (a timestamp with time
+        zone read as its local time, or cast to one: ``CAST(ts AS TIMESTAMP)``), resolved."""
         inner = node.unnest()
+        if _timestamp_cast(inner):
+            cast = inner.this.unnest()
+            if isinstance(cast, exp.Column):
+                resolved = self.column(cast)
+                if self.scope.info(resolved).zoned:
+                    return resolved  # cast by the key anyway (CAST(c AS TIMESTAMP))
         if isinstance(inner, exp.Column):
             resolved = self.column(inner)
             if self.scope.info(resolved).type in _RANGES:
@@ -385,6 +426,45 @@ class _Keys:
 
 
 _ORDERED = frozenset({"BIGINT", "DOUBLE", "DATE", "TIMESTAMP"})
+#: A timestamp with time zone cast to its local time or date in the session's TimeZone.
+_LOCAL_CASTS = {exp.DataType.Type.TIMESTAMP: "TIMESTAMP", exp.DataType.Type.DATE: "DATE"}
+#: date_trunc units whose keys tell apart the hour the clocks repeat when they go back.
+_WITHIN_A_DAY = frozenset({"SECOND", "MINUTE", "HOUR"})
+
+
+def _timestamp_cast(node: exp.Expr) -> bool:
+    return (
+        isinstance(node, exp.Cast)
+        and node.to.is_type(exp.DataType.Type.TIMESTAMP)
+        and not node.to.expressions
+    )
+
+
+def zone_of(column: exp.Column) -> str | None:
+    """The session's TimeZone a reference to a timestamp with time zone is read in, as
+    its local time; None for any other column."""
+    return str(column.meta[ZONE]) if is_local(column) else None
+
+
+def one_key_per_instant(column: exp.Column, key: exp.Expr, what: str) -> None:
+    """A key of a timestamp with time zone finer than a day (``what``: the column itself,
+    or date_trunc of it to the second, minute or hour) is released as its local time: in
+    a zone whose clocks go back, PostgreSQL gives the repeated hour's two instants two
+    groups (02:00+02 and 02:00+01), which one local time cannot tell apart; so such a key
+    is accepted only in a zone of one fixed offset (UTC, Etc/GMT-3)."""
+    zone = zone_of(column)
+    if zone is None or fixed_offset(zone):
+        return
+    raise Rejected(
+        f"GROUP BY {key.sql(dialect='postgres')}: in the time zone {zone} the clocks go back "
+        f"at times, and PostgreSQL would give the hour they repeat two groups ({what} of "
+        "its two instants, shown with two offsets), which dpproxy cannot release apart: it "
+        "releases local times, without an offset",
+        hint="group by the local time, in which that hour is one group (as PostgreSQL "
+        "computes it too): date_trunc('hour', CAST(ts AS TIMESTAMP)) or CAST(ts AS "
+        "TIMESTAMP); or group by day or longer: date_trunc('day', ts); or SET TimeZone = "
+        "'UTC'",
+    )
 
 
 def _constant(node: exp.Expr) -> _Key | None:

@@ -20,6 +20,7 @@ computes on the clamped values, whose every step is bounded.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from dataclasses import dataclass
@@ -29,8 +30,9 @@ from sqlglot import exp
 from rewriter.errors import Rejected
 from rewriter.passes.check_predicate import check_predicate
 from rewriter.passes.check_shape import QueryShape
-from rewriter.passes.data_keys import KEY_TYPES, data_key
+from rewriter.passes.data_keys import KEY_TYPES, data_key, one_key_per_instant
 from rewriter.passes.numeric_keys import computes
+from rewriter.passes.zoned_keys import zoned_value
 from rewriter.scope import Scope
 
 DomainValue = str | int | float | bool | None
@@ -49,13 +51,16 @@ class GroupKey:
     #: (``expression`` may be rewritten: guarded, cast, clamped): two keys are the same key
     #: when these are equal.
     written: exp.Expr
+    #: A timestamp with time zone in PostgreSQL, released as its local time in the
+    #: session's TimeZone (``rewriter.passes.zoned_keys``).
+    zoned: bool = False
 
 
 def group_keys(shape: QueryShape, *, data_keys: bool = False) -> tuple[GroupKey, ...]:
     """The GROUP BY keys. ``data_keys``: whether keys without a public domain are allowed
     (the query may spend δ > 0 on partition selection)."""
     keys = [
-        _key(f"k{index}", _dereference(item, shape), shape.scope, data_keys)
+        _zoned(_key(f"k{index}", _dereference(item, shape), shape.scope, data_keys))
         for index, item in enumerate(shape.group)
     ]
     if len({k.written.sql() for k in keys}) != len(keys):
@@ -99,6 +104,10 @@ def _key(name: str, target: exp.Expr, scope: Scope, data_keys: bool) -> GroupKey
         expression = resolved if found.expression is None else found.expression
         return GroupKey(name, expression, None, found.sql_type, written_form(target, scope))
     return GroupKey(name, resolved, domain, sql_type, written_form(target, scope))
+
+
+def _zoned(key: GroupKey) -> GroupKey:
+    return dataclasses.replace(key, zoned=True) if zoned_value(key.written) else key
 
 
 def written_form(node: exp.Expr, scope: Scope) -> exp.Expr:
@@ -163,6 +172,8 @@ def _domain(key: exp.Expr, scope: Scope, original: exp.Expr) -> tuple[tuple[Doma
     if isinstance(node, exp.Column):
         column = scope.info(node)
         if column.policy.domain is not None:
+            # A timestamp with time zone's domain lists local times (its released values).
+            one_key_per_instant(node, original, "the column itself")
             return tuple(column.policy.domain), KEY_TYPES.get(column.type, "VARCHAR")
         table = next(s.table.name for s in scope.sources if s.alias == node.table)
         where = f"[tables.{table}.columns.{column.name}]"

@@ -54,9 +54,11 @@ from rewriter.passes.check_shape import (
     unsupported_clause,
 )
 from rewriter.passes.where_subqueries import WhereSubqueries
+from rewriter.passes.zoned_keys import zoned_value
 from rewriter.policy import ColumnPolicy, TablePolicy
 from rewriter.scope import INLINED, WRITTEN, Join, Scope, Source
 from rewriter.sql_joins import add_join
+from rewriter.zones import as_instant, is_zoned
 
 INNER_PREFIX = "s"  # the tables of a per-person subquery are s0, s1, …
 #: ``exp.Table.meta`` of the first table an inlined row-level subquery leaves in its place:
@@ -708,7 +710,7 @@ def _per_unit_value(body: exp.Expr, scope: Scope, rows: int) -> tuple[exp.Expr, 
         if isinstance(arg, exp.Star):
             counted: exp.Expr = exp.Count(this=exp.Star())
         elif isinstance(arg, exp.Distinct):
-            values = [clean(check_predicate(e, scope, "COUNT"), scope) for e in arg.expressions]
+            values = [clean(_distinct_value(e, scope), scope) for e in arg.expressions]
             counted = exp.Count(this=exp.Distinct(expressions=values))
         else:
             counted = exp.Count(this=clean(check_predicate(arg, scope, "COUNT"), scope))
@@ -734,6 +736,23 @@ def _per_unit_value(body: exp.Expr, scope: Scope, rows: int) -> tuple[exp.Expr, 
     high = max(0.0, rows * bounds.upper)
     total = exp.func("LEAST", exp.func("GREATEST", exp.Sum(this=value), _num(low)), _num(high))
     return total, Interval(low, high, bounds.integer)
+
+
+def _distinct_value(node: exp.Expr, scope: Scope) -> exp.Expr:
+    """A value of COUNT(DISTINCT …), resolved: a timestamp with time zone counts its
+    distinct instants, as PostgreSQL does (two of them can share a local time)."""
+    resolved = check_predicate(node, scope, "COUNT")
+    inner = resolved.unnest()
+    if is_zoned(inner) and isinstance(inner, exp.Column):
+        as_instant(inner)
+    elif zoned_value(resolved):
+        raise Rejected(
+            f"COUNT(DISTINCT {node.sql(dialect='postgres')}) counts computed timestamps with "
+            "time zone, which dpproxy does not compare as instants",
+            hint="count the distinct values of the column itself, or of its local time: "
+            "COUNT(DISTINCT CAST(ts AS TIMESTAMP))",
+        )
+    return resolved
 
 
 #: Per-person aggregates whose value can be fractional even when every value aggregated is

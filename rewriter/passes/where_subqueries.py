@@ -64,7 +64,16 @@ from rewriter.passes.check_shape import (
     unsupported_clause,
 )
 from rewriter.passes.check_types import value_kind
-from rewriter.passes.value_types.kinds import BOOLEAN, DATE, LITERAL_TEXT, NULL, NUMBER, TEXT, TIME
+from rewriter.passes.value_types.kinds import (
+    BOOLEAN,
+    DATE,
+    LITERAL_TEXT,
+    NULL,
+    NUMBER,
+    TEXT,
+    TIME,
+    ZONED,
+)
 from rewriter.passes.value_types.literals import date_literal
 from rewriter.passes.value_types.number_types import numbers_compare_safely
 from rewriter.scope import Join, Scope, Source
@@ -240,6 +249,14 @@ def _in(
     if isinstance(unwrap(outer), exp.Tuple):
         raise Rejected("IN (SELECT …) compares one value", hint="compare one column")
     outer_kind = value_kind(outer, scope, where)
+    if ZONED in (outer_kind, kind):
+        raise Rejected(
+            f"{written.sql(dialect='postgres')} IN (SELECT …) compares timestamps with time "
+            "zone, which PostgreSQL compares as instants and reads other values with in the "
+            "session's TimeZone; dpproxy does not compute that in a subquery",
+            hint="compare their local times: CAST(ts AS TIMESTAMP) IN (SELECT CAST(t AS "
+            "TIMESTAMP) …)",
+        )
     if not _comparable(outer_kind, kind):
         raise Rejected(
             f"{written.sql(dialect='postgres')} IN (SELECT …) compares values of "

@@ -14,7 +14,16 @@ from sqlglot import exp
 
 from rewriter.catalog import ColumnType
 from rewriter.errors import Rejected
-from rewriter.passes.value_types.kinds import BOOLEAN, DATE, LITERAL_TEXT, NULL, NUMBER, TEXT, TIME
+from rewriter.passes.value_types.kinds import (
+    BOOLEAN,
+    DATE,
+    LITERAL_TEXT,
+    NULL,
+    NUMBER,
+    TEXT,
+    TIME,
+    ZONED,
+)
 from rewriter.passes.value_types.literals import moment_literal
 from rewriter.scope import Scope
 
@@ -24,8 +33,9 @@ _SAFE_CAST_TARGETS = {
     exp.DataType.Type.VARCHAR: {NUMBER, TEXT, DATE, TIME, BOOLEAN, NULL, LITERAL_TEXT},
     exp.DataType.Type.DOUBLE: {NUMBER, NULL},
     exp.DataType.Type.FLOAT: {NUMBER, NULL},
-    exp.DataType.Type.DATE: {DATE, TIME, NULL},
-    exp.DataType.Type.TIMESTAMP: {DATE, TIME, NULL},
+    # A timestamp with time zone: the date and the local time in the session's TimeZone.
+    exp.DataType.Type.DATE: {DATE, TIME, ZONED, NULL},
+    exp.DataType.Type.TIMESTAMP: {DATE, TIME, ZONED, NULL},
     exp.DataType.Type.BOOLEAN: {BOOLEAN, NULL},
 }
 
@@ -53,6 +63,13 @@ def cast_kind(node: exp.Cast, source: str, scope: Scope, where: str, *, raw: boo
         safe = safe if fits else set()
     if literal and target in (exp.DataType.Type.DATE, exp.DataType.Type.TIMESTAMP):
         moment_literal(node, where)
+    if source == ZONED and target in (exp.DataType.Type.TEXT, exp.DataType.Type.VARCHAR):
+        raise Rejected(
+            f"{node.sql(dialect='postgres')} in {where}: PostgreSQL writes a timestamp with "
+            "time zone as text with its offset in the session's TimeZone (+02), which "
+            "dpproxy does not compute",
+            hint="cast its local time: CAST(CAST(ts AS TIMESTAMP) AS TEXT)",
+        )
     if not literal and source not in safe:
         raise Rejected(
             f"{node.sql(dialect='postgres')} in {where} could fail on some values, and the "

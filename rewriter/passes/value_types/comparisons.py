@@ -6,7 +6,9 @@ quoted literal is read as a literal of the other value's kind, ``literals``), an
 meets a timestamp only written as a literal (DuckDB converts the date). Numbers are
 spelled so that DuckDB compares them as DOUBLE (``numbers_meet``: ``i > (0.5)`` would
 convert each ``i`` to a DECIMAL it may not fit), and a DECIMAL column meets another
-column only when one DECIMAL holds both (``decimal_digits``).
+column only when one DECIMAL holds both (``decimal_digits``). A timestamp with time zone
+is compared as an instant, with literals read as PostgreSQL reads them in the session's
+TimeZone (``zoned``).
 """
 
 from __future__ import annotations
@@ -15,9 +17,19 @@ from sqlglot import exp
 
 from rewriter.errors import Rejected
 from rewriter.passes.value_types.decimal_digits import one_decimal
-from rewriter.passes.value_types.kinds import DATE, LITERAL_TEXT, NULL, NUMBER, TEXT, TIME, TypeMemo
+from rewriter.passes.value_types.kinds import (
+    DATE,
+    LITERAL_TEXT,
+    NULL,
+    NUMBER,
+    TEXT,
+    TIME,
+    ZONED,
+    TypeMemo,
+)
 from rewriter.passes.value_types.literals import date_literal, number_in_range, typed_literal
 from rewriter.passes.value_types.number_types import refuse_mismatch, respell
+from rewriter.passes.value_types.zoned import compare_zoned, refuse_order
 from rewriter.scope import Scope
 
 
@@ -37,6 +49,9 @@ def compare(
     respelled (``numbers_meet``), in place."""
     operands = list(operands)
     kinds = set(each) - {NULL}
+    if ZONED in kinds:
+        compare_zoned(node, operands, each, where)
+        return
     if LITERAL_TEXT in kinds and len(kinds - {LITERAL_TEXT}) == 1:
         (other,) = kinds - {LITERAL_TEXT}
         if other == TEXT:
@@ -91,6 +106,8 @@ def common(
             hint="give every branch the same type",
         )
     kind = next(iter(kinds), NULL)
+    if kind == ZONED and isinstance(node, (exp.Greatest, exp.Least)):
+        refuse_order(node, where)
     if kind == NUMBER:
         if raw:  # inside aggregates columns are cleaned (as DOUBLE or BIGINT) first
             _one_decimal_column(node, values, scope, where, memo)

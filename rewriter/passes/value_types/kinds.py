@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from rewriter.catalog import ColumnType
+from rewriter.catalog import ColumnInfo, ColumnType
 from rewriter.scope import Scope
 
 NUMBER, TEXT, DATE, TIME, BOOLEAN, NULL, LITERAL_TEXT, OTHER = (
@@ -25,6 +25,10 @@ NUMBER, TEXT, DATE, TIME, BOOLEAN, NULL, LITERAL_TEXT, OTHER = (
     "text literal",
     "other",
 )
+#: A timestamp with time zone: an instant, whose dates and times a query reads in the
+#: session's TimeZone (``rewriter.zones``); a reference to one is its local time (a
+#: timestamp) except where it is compared (``zoned``).
+ZONED = "timestamp with time zone"
 COLUMN_KINDS = {
     ColumnType.INTEGER: NUMBER,
     ColumnType.FLOAT: NUMBER,
@@ -35,6 +39,11 @@ COLUMN_KINDS = {
     ColumnType.BOOLEAN: BOOLEAN,
     ColumnType.OTHER: OTHER,
 }
+
+
+def column_kind(info: ColumnInfo) -> str:
+    """The kind of a column's values: ZONED for a timestamp with time zone."""
+    return ZONED if info.zoned else COLUMN_KINDS[info.type]
 
 
 @dataclass

@@ -12,7 +12,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from rewriter.errors import Rejected
-from rewriter.passes.value_types.kinds import DATE, NULL, NUMBER, OTHER, TIME
+from rewriter.passes.value_types.kinds import DATE, NULL, NUMBER, OTHER, TIME, ZONED
 
 #: date_trunc units: the same on both engines (decades, centuries and millennia begin on
 #: different years on DuckDB and PostgreSQL).
@@ -42,6 +42,15 @@ def moment_arithmetic(node: exp.Expr, kinds: list[str]) -> str | None:
     it (None for arithmetic on numbers): a date ± days is a date, a date − a date is a
     number of days, a date or timestamp ± an INTERVAL is a timestamp, a timestamp − a
     timestamp (or a date) is an interval; anything else fails on every row (OTHER)."""
+    if isinstance(node, (exp.Add, exp.Sub)) and ZONED in kinds:
+        # PostgreSQL adds days in the session's TimeZone and hours as elapsed time.
+        raise Rejected(
+            f"{node.sql(dialect='postgres')}: arithmetic on a timestamp with time zone is "
+            "not supported (PostgreSQL adds days and months in the session's TimeZone, "
+            "across its daylight saving changes)",
+            hint="compare the column with a literal instead (ts >= '2024-03-01'), or "
+            "compute on its local time, CAST(ts AS TIMESTAMP)",
+        )
     if not isinstance(node, (exp.Add, exp.Sub)) or not {DATE, TIME} & set(kinds):
         return None
     left, right = kinds
@@ -71,6 +80,8 @@ def extract_kind(node: exp.Extract, source: str, where: str) -> str:
     """EXTRACT(field FROM x), x of kind ``source``: a field both engines compute for every
     value of x's type."""
     field = node.this.name.upper()
+    if source == ZONED:  # its local time in the session's TimeZone, as PostgreSQL's
+        source = TIME
     if field in TIME_FIELDS and source == DATE:
         raise Rejected(
             f"{node.sql(dialect='postgres')} in {where}: a date has no {field.lower()} "
@@ -93,7 +104,7 @@ def extract_kind(node: exp.Extract, source: str, where: str) -> str:
 def date_trunc_kind(node: exp.Expr, found: dict[int, str], where: str, *, raw: bool) -> str:
     """date_trunc of a value (the kinds of its arguments in ``found``, by ``id``): a
     timestamp, refused on raw dates and timestamps outside GROUP BY."""
-    if raw and where != "GROUP BY" and found[id(node.this)] in (DATE, TIME):
+    if raw and where != "GROUP BY" and found[id(node.this)] in (DATE, TIME, ZONED):
         # PostgreSQL truncates a date as a timestamp, and fails on dates beyond the
         # year 294276; DuckDB fails on timestamps in its first month and year (290309
         # BC), which have no month or year start. GROUP BY keys are computed within
@@ -104,4 +115,5 @@ def date_trunc_kind(node: exp.Expr, found: dict[int, str], where: str, *, raw: b
             hint="compare the value itself, e.g. visit_date >= DATE '2024-03-01' "
             "(date_trunc is fine in GROUP BY)",
         )
-    return TIME
+    # PostgreSQL truncates a timestamp with time zone in the session's TimeZone, to one.
+    return ZONED if found[id(node.this)] == ZONED else TIME

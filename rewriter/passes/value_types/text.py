@@ -11,11 +11,11 @@ from __future__ import annotations
 from sqlglot import exp
 
 from rewriter.errors import Rejected
-from rewriter.passes.value_types.kinds import BOOLEAN, DATE, NUMBER, OTHER, TIME
+from rewriter.passes.value_types.kinds import BOOLEAN, DATE, NUMBER, OTHER, TIME, ZONED
 
 #: Functions and operators of a text (their first argument): any other value fails.
 _ON_TEXT = (exp.Lower, exp.Upper, exp.Trim, exp.Substring, exp.Length, exp.Like, exp.ILike)
-_NOT_TEXT = frozenset({NUMBER, DATE, TIME, BOOLEAN})
+_NOT_TEXT = frozenset({NUMBER, DATE, TIME, ZONED, BOOLEAN})
 
 
 def check_text_argument(node: exp.Expr, found: dict[int, str], where: str) -> None:

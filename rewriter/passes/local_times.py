@@ -1,0 +1,37 @@
+"""Last pass: each reference to a timestamp with time zone that stands for its local time
+becomes that local time in the session's TimeZone (``rewriter.zones``).
+
+The passes before read such a column as a timestamp (its local time) wherever they use
+its value: EXTRACT, date_trunc, casts to date or timestamp, keys, and within clamped
+values (which write the conversion themselves, ``zoned_bounds``). Its references are
+marked (``zones.ZONE``, ``zones.LOCAL``) where they are resolved; here the ones still
+standing for the local time are written ``t0."ts" AT TIME ZONE 'Europe/Paris'`` (read in
+UTC beyond the years 1 to 9999: ``zones.local_time``), so that no engine computes them in
+the zone of its own connection. Compared ones stay instants (``value_types.zoned``).
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from rewriter.zones import ZONE, instant_copy, is_local, is_zoned, local_time
+
+
+def local_times(query: exp.Select) -> str | None:
+    """Write the local times of ``query`` (in place), and return the zone its timestamps
+    with time zone are read in (None if it reads none)."""
+    zones: set[str] = set()
+
+    def write(node: exp.Expr) -> exp.Expr:
+        if not is_zoned(node) or not isinstance(node, exp.Column):
+            return node
+        zones.add(str(node.meta[ZONE]))
+        if not is_local(node):
+            return node
+        return local_time(instant_copy(node), str(node.meta[ZONE]))
+
+    if query.transform(write, copy=False) is not query:
+        raise ValueError("the query's root is not a column")
+    if len(zones) > 1:
+        raise ValueError(f"one query read in several time zones: {sorted(zones)}")
+    return next(iter(zones), None)
