@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from proxy.catalog.arithmetic_macros import arithmetic_macro_statements
 from proxy.catalog.contents import Declared, Row, catalog_rows, session_relation_sql
 from proxy.catalog.functions import macro_statements
 from proxy.catalog.keywords import KEYWORDS
@@ -66,6 +67,7 @@ def build_script(catalog: Catalog, declared: Declared | None = None) -> tuple[St
         ],
     )
     steps += macro_statements()
+    steps += arithmetic_macro_statements()
     for relation in RELATIONS.values():
         if relation.session:
             steps.append(

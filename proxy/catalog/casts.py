@@ -13,6 +13,7 @@ from sqlglot import exp
 
 from proxy.catalog.functions import macro_call
 from proxy.catalog.local_times import zoned_cast
+from proxy.catalog.number_casts import rewrite_number_cast
 from proxy.catalog.refusal import CatalogRefused
 from proxy.catalog.session_values import SessionValues
 
@@ -69,8 +70,9 @@ def rewrite_cast(node: exp.Cast, session: SessionValues) -> exp.Expression:
         return exp.cast(value, exp.DataType.build("BIGINT"))
     if name in _TEXT_TYPES or name.startswith(("varchar", "character", "bpchar")):
         return exp.cast(value, exp.DataType.build("VARCHAR"))
-    if name in _INT_TYPES:
-        return exp.cast(value, exp.DataType.build(_INT_TYPES[name]))
+    number = rewrite_number_cast(node)
+    if number is not None:
+        return number
     if isinstance(to, exp.DataType) and to.this == exp.DataType.Type.ARRAY:
         inner = to.expressions[0] if to.expressions else None
         inner_name = type_name(inner) if inner is not None else ""

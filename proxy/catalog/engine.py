@@ -17,6 +17,7 @@ import numpy
 
 from proxy.catalog.datetimes import UTC_ZONE, OutputPlan, SessionZone, UnshownValues, output_plan
 from proxy.catalog.messages import Step, TableRows
+from proxy.catalog.numeric_udfs import register as register_numeric_functions
 from proxy.catalog.outputs import (
     MAX_BYTES,
     MAX_ROWS,
@@ -56,6 +57,7 @@ class CatalogEngine:
     def __init__(self, script: Sequence[Step]) -> None:
         self._connection = duckdb.connect(":memory:")
         self._lock = threading.Lock()
+        register_numeric_functions(self._connection)  # before the macros that call them
         for step in script:
             if isinstance(step, TableRows):
                 _insert(self._connection, step)

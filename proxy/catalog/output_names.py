@@ -59,6 +59,8 @@ def _output_name(node: exp.Expression) -> str:
     if isinstance(node, exp.Column):
         return node.name
     if isinstance(node, exp.Cast):
+        if isinstance(node.this, exp.IntDiv):
+            return "div"  # sqlglot reads div(a, b) as CAST(a // b AS DECIMAL)
         inner = _output_name(node.this)
         if inner != "?column?":
             return inner

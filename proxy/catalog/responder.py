@@ -28,6 +28,7 @@ from proxy.catalog.database import (
     QueryStop,
 )
 from proxy.catalog.datetimes import SessionZone, session_zone
+from proxy.catalog.engine_errors import postgres_error
 from proxy.catalog.pgtypes import result_type
 from proxy.catalog.recent import Recent
 from proxy.catalog.result_cache import RESULT_CACHE_SIZE, ResultCache
@@ -152,6 +153,11 @@ class CatalogResponder:
                 hint="send it again; if it fails again, ask for fewer rows or shorter values",
             ) from None
         except CatalogQueryFailed as error:
+            postgres = postgres_error(str(error))
+            if postgres is not None:  # division by zero, integer out of range...
+                raise QueryError(
+                    postgres.sqlstate, postgres.message, detail=postgres.detail
+                ) from None
             logger.info("catalog query not answered: %s | %s", error, sql)
             raise QueryError(
                 FEATURE_NOT_SUPPORTED,
@@ -167,7 +173,11 @@ class CatalogResponder:
             ColumnDescription(name, *result_type(duck_type))
             for name, duck_type in zip(names, output.column_types, strict=True)
         )
-        rows = tuple(tuple(pg_text(v) for v in row) for row in output.rows)
+        reals = [t.upper().startswith("FLOAT") for t in output.column_types]  # real, real[]
+        rows = tuple(
+            tuple(pg_text(v, real) for v, real in zip(row, reals, strict=True))
+            for row in output.rows
+        )
         result = StatementResult(tag=f"SELECT {len(rows)}", columns=columns, rows=rows)
         self._results.put(result_key, result, output.size)
         return result

@@ -1,11 +1,12 @@
 """The rewriting of a catalog query's syntax tree into the emulated catalog's DuckDB.
 
 One pass over the tree, children first: each node is rewritten by the module that knows
-its kind (relations: tables, casts: casts, operators: operators, functions and session
-values: function_calls) once its children are, so a rule sees its arguments already
-translated (now() inside ::date, a cast inside a function call). Unquoted identifiers
-are folded to lower case as PostgreSQL folds them, and the values of $1, $2... are put in
-as literals.
+its kind (relations: tables, casts: casts, operators: operators, numbers and arithmetic:
+numeric_constants, arithmetic and numeric_functions, functions and session values:
+function_calls) once its children are, so a rule sees its arguments already translated
+(now() inside ::date, a cast inside a function call, the operands of 7/2 with their
+types). Unquoted identifiers are folded to lower case as PostgreSQL folds them, and the
+values of $1, $2... are put in as literals.
 """
 
 from __future__ import annotations
@@ -14,8 +15,11 @@ from collections.abc import Callable, Sequence
 
 from sqlglot import exp
 
+from proxy.catalog.arithmetic import rewrite_arithmetic
 from proxy.catalog.casts import rewrite_cast
 from proxy.catalog.function_calls import rewrite_function
+from proxy.catalog.numeric_constants import negated_constants, rewrite_number, unfit_constants
+from proxy.catalog.numeric_functions import rewrite_numeric_function
 from proxy.catalog.operators import rewrite_operator
 from proxy.catalog.refusal import CatalogRefused
 from proxy.catalog.relations import PG_CATALOG
@@ -27,7 +31,8 @@ def rewritten(
     tree: exp.Expression, session: SessionValues, parameters: Sequence[str | None]
 ) -> exp.Expression:
     """``tree`` (changed in place: pass a copy) as DuckDB SQL over the emulated catalog."""
-    return _bottom_up(tree, lambda node: _rewrite(node, session, parameters))
+    tree = negated_constants(tree)
+    return unfit_constants(_bottom_up(tree, lambda node: _rewrite(node, session, parameters)))
 
 
 def _bottom_up(
@@ -69,8 +74,16 @@ def _rewrite(
     ):
         inner: exp.Expression = node.expression  # pg_catalog.f(...): f is rewritten already
         return inner
+    if isinstance(node, exp.Literal) and not node.is_string:
+        return rewrite_number(node)
     if isinstance(node, exp.Operator):
         return rewrite_operator(node)
+    arithmetic = rewrite_arithmetic(node)
+    if arithmetic is not None:
+        return arithmetic
+    numeric = rewrite_numeric_function(node)
+    if numeric is not None:
+        return numeric
     if isinstance(node, exp.Collate):
         collated: exp.Expression = node.this
         return collated
