@@ -8,8 +8,9 @@ protocol's statements and portals are kept by :mod:`proxy.extended`; a Query of 
 statements runs them one by one (:mod:`proxy.several_statements`). Responses are
 buffered and written when every message the client has sent so far is answered (one
 write per round trip, however many messages it carried), or sooner past 64 KiB; an
-answer the audit log records as given is written at once, and a client that goes away is
-noticed even while its statement runs (:mod:`proxy.protocol.delivery`).
+answer the audit log records as given is written at once, until the kernel holds all of
+it, and a client that goes away is noticed even while its statement runs, even behind
+data it sent that is not read yet (:mod:`proxy.protocol.delivery`, :class:`_ClosedProbe`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import hmac
 import importlib
 import logging
 import secrets
+import select
 import ssl
 import struct
 from collections.abc import Callable, Coroutine
@@ -67,7 +69,7 @@ from proxy.seam import (
     StatementResult,
     TransactionStatus,
 )
-from proxy.several_statements import run_statements, split_query
+from proxy.several_statements import Statement, run_statements, split_statements
 
 logger = logging.getLogger(__name__)
 
@@ -90,6 +92,18 @@ _FINISHING = (Sync, Flush, Close, Terminate)
 # may take before their sockets are cut.
 _ABORT_AFTER = 1.0
 _CANCEL_KEY = struct.Struct("!iI")
+#: While a statement runs, the client's connection is looked at this often (seconds) for a
+#: client that went away (PostgreSQL's client_connection_check_interval); 0: never.
+CLIENT_CHECK_INTERVAL = 1.0
+# poll(2) events of a client gone: its end of the stream (Linux's POLLRDHUP, which is set
+# once the FIN arrived, even behind data not read yet), and those poll reports whether
+# asked or not: a hang-up, an error (a reset), a socket no longer open. Data waiting to be
+# read (POLLIN) is none of them, and is not asked for.
+_POLLRDHUP: int = getattr(select, "POLLRDHUP", 0)
+# While the TLS layer's buffer is being handed to the TCP connection below it: how long
+# the waits between looks at the buffers are at first and at most (seconds).
+_TLS_SENT_FIRST_WAIT = 0.001
+_TLS_SENT_LONGEST_WAIT = 0.05
 
 
 class _Closed(Exception):
@@ -116,6 +130,44 @@ class _ClientReader(asyncio.StreamReader):
     def set_exception(self, exc: Exception) -> None:
         super().set_exception(exc)
         self.link.lost()
+
+
+class _ClosedProbe:
+    """Whether a client closed its end of the connection (or it was reset), seen without
+    reading from it or waiting: poll(2) on the socket with POLLRDHUP, as PostgreSQL's
+    ``client_connection_check_interval`` does on Linux. The kernel sets POLLRDHUP once the
+    client's FIN arrived, even behind data the server has not read yet (its reading is
+    paused while the stream reader's buffer is full): what the end of the stream, which
+    comes after that data, cannot tell until it is read. Data alone (a pipelined client)
+    never sets it. True also where it cannot tell (the poll fails), and once a transport of
+    the connection is closing (nothing more reaches the client; its socket may be closed,
+    its number taken by another)."""
+
+    def __init__(self, fd: int, writer: asyncio.StreamWriter, tcp: asyncio.BaseTransport) -> None:
+        self._poll = select.poll()
+        self._poll.register(fd, _POLLRDHUP)  # POLLHUP, POLLERR and POLLNVAL always come
+        self._writer = writer
+        self._tcp = tcp
+
+    @classmethod
+    def of(cls, writer: asyncio.StreamWriter) -> _ClosedProbe | None:
+        """The probe of ``writer``'s connection; None where poll(2) cannot see an end of
+        the stream behind unread data (no POLLRDHUP: not Linux) or there is no socket."""
+        sock = writer.get_extra_info("socket")
+        fileno = getattr(sock, "fileno", None)
+        if not _POLLRDHUP or fileno is None or not hasattr(select, "poll"):
+            return None
+        fd = fileno()
+        return cls(fd, writer, writer.transport) if isinstance(fd, int) and fd >= 0 else None
+
+    def __call__(self) -> bool:
+        if self._tcp.is_closing() or self._writer.transport.is_closing():
+            return True
+        try:
+            # Registered for POLLRDHUP alone: any event says the client is gone.
+            return bool(self._poll.poll(0))
+        except OSError:
+            return True
 
 
 def encode_result(result: StatementResult) -> bytes:
@@ -175,6 +227,7 @@ class Server:
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
         ssl_context: ssl.SSLContext | None = None,
         require_tls: bool = False,
+        client_check_interval: float = CLIENT_CHECK_INTERVAL,
     ) -> None:
         if require_tls and ssl_context is None:
             raise ValueError("require_tls needs an SSL context (tls_cert and tls_key)")
@@ -185,6 +238,7 @@ class Server:
         self.requested_port = port
         self.max_message_size = max_message_size
         self.startup_timeout = startup_timeout
+        self.client_check_interval = client_check_interval
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._connections: set[_Connection] = set()
@@ -314,6 +368,12 @@ class _Connection:
         self.reader = reader
         self.writer = writer
         self.link = link
+        # The TCP connection's transport (under the TLS layer, once there is one).
+        self.tcp = writer.transport
+        link.probe_with(_ClosedProbe.of(writer))
+        self._loop = asyncio.get_running_loop()
+        self._check: asyncio.TimerHandle | None = None
+        self._running = False  # a statement runs (start_checking_client)
         self.decoder = codec.FrontendDecoder(max_message_size=server.max_message_size)
         self.state = ConnectionState.AWAITING_STARTUP
         self.session: Session | None = None
@@ -346,17 +406,66 @@ class _Connection:
 
     async def deliver(self) -> None:
         """Write what is queued now if it holds an answer on record as given, and tell the
-        link whether it reached the client's connection: its socket took every byte, and
-        the client had not gone before (it may read nothing that comes after it left)."""
+        link whether it reached the client's connection: the client had not gone just
+        before (its connection looked at once more: it may read nothing that comes after
+        it left), and the kernel took every byte (``handed_to_kernel``)."""
         if not self.link.answer_pending:
             return
         written = False
         try:
             there = not self.link.gone
             await self.flush()
+            if self.writer.transport.get_write_buffer_size() or self.tcp.get_write_buffer_size():
+                await self.handed_to_kernel()
             written = there
         finally:
             self.link.answer_written(written)
+
+    async def handed_to_kernel(self) -> None:
+        """Return once everything written is in the kernel's send buffer of the socket:
+        the buffers of the connection's transports (TCP, and TLS above it) are empty.
+        Raise ConnectionError if the connection is lost first. As any write, it waits as
+        long as the client reads nothing (a shutdown cuts such a connection)."""
+        transport = self.writer.transport
+        if transport is self.tcp:
+            # Flow control pauses the stream while the buffer holds more than its high
+            # water mark and resumes it at its low one: both 0, drain() returns once the
+            # buffer is empty (or raises once the connection is lost).
+            low, high = transport.get_write_buffer_limits()
+            transport.set_write_buffer_limits(high=0, low=0)
+            try:
+                await self.writer.drain()
+            finally:
+                if not transport.is_closing():
+                    transport.set_write_buffer_limits(high=high, low=low)
+            return
+        # TLS: the TCP transport's buffer below is not the TLS one's flow control; looked
+        # at a few times, at growing intervals (a client slow to read its answer).
+        wait = _TLS_SENT_FIRST_WAIT
+        while transport.get_write_buffer_size() or self.tcp.get_write_buffer_size():
+            if transport.is_closing() or self.tcp.is_closing():
+                raise ConnectionResetError("the connection was lost before the answer was sent")
+            await asyncio.sleep(wait)
+            wait = min(2 * wait, _TLS_SENT_LONGEST_WAIT)
+
+    def start_checking_client(self) -> None:
+        """A statement starts: until ``stop_checking_client``, the client's connection is
+        looked at (``link.gone`` asks the probe; a client found gone is ``lost``, which
+        stops the statement) at least every client_check_interval seconds. One timer per
+        connection, kept while statements follow each other: a fast statement costs no
+        timer of its own."""
+        self._running = True
+        interval = self.server.client_check_interval
+        if self._check is None and interval > 0:
+            self._check = self._loop.call_later(interval, self._check_client)
+
+    def _check_client(self) -> None:
+        self._check = None
+        if self._running and not self.link.gone:
+            self.start_checking_client()
+
+    def stop_checking_client(self) -> None:
+        self._running = False  # the timer ends when it next fires
 
     async def read(self) -> FrontendMessage | None:
         """The next message, or None at end of stream. Output is written when the client
@@ -432,6 +541,10 @@ class _Connection:
             await self.finish()
 
     async def finish(self) -> None:
+        self._running = False
+        check, self._check = self._check, None
+        if check is not None:
+            check.cancel()
         if self.process_id:
             self.server.unregister(self.process_id)
         if self.state is not ConnectionState.CLOSED:
@@ -634,9 +747,17 @@ class _Connection:
             elif isinstance(msg, Bind):
                 response = self.extended.bind(msg)
             elif isinstance(msg, Describe):
-                response = await self.extended.describe(session, msg)
+                self.start_checking_client()  # it plans the statement
+                try:
+                    response = await self.extended.describe(session, msg)
+                finally:
+                    self.stop_checking_client()
             elif isinstance(msg, Execute):
-                response = await self.extended.execute(session, msg)
+                self.start_checking_client()
+                try:
+                    response = await self.extended.execute(session, msg)
+                finally:
+                    self.stop_checking_client()
             else:
                 response = self.extended.close(msg)
         except QueryError as err:
@@ -659,7 +780,7 @@ class _Connection:
     async def query(self, session: Session, sql: str) -> None:
         """A simple Query: its statements, one after the other (proxy.several_statements)."""
         try:
-            statements = split_query(sql)
+            statements = split_statements(sql)
         except QueryError as err:  # nothing runs; as any error, it fails a transaction block
             self.send(encode_query_error(err))
             session.abort_transaction()
@@ -668,10 +789,13 @@ class _Connection:
             self.send(b"".join(codec.parameter_status(name, value) for name, value in restored))
         self.ready(session)
 
-    async def statement(self, session: Session, sql: str) -> bool:
-        """Answer one statement of a simple Query; False after an error."""
+    async def statement(self, session: Session, statement: Statement) -> bool:
+        """Answer one statement of a simple Query; False after an error (whose position,
+        if it names one, counts in the Query's whole text, as PostgreSQL's)."""
         fatal = False
         answered = False
+        sql = statement.text
+        self.start_checking_client()
         try:
             self.extended.check_session_statement(sql)
             response = encode_result(await session.execute(sql))
@@ -679,7 +803,7 @@ class _Connection:
             answered = True
         except QueryError as err:
             self.link.answer_written(False)  # an error is sent instead of any answer
-            response = encode_query_error(err)
+            response = encode_query_error(statement.placed(err))
             fatal = err.severity in ("FATAL", "PANIC")
             session.abort_transaction()
         except Exception:
@@ -687,6 +811,8 @@ class _Connection:
             logger.exception("unexpected error while executing a statement")
             response = codec.error_response("XX000", INTERNAL_ERROR_MESSAGE)
             session.abort_transaction()
+        finally:
+            self.stop_checking_client()
         self.send(response)
         if fatal:
             raise _Closed
@@ -711,6 +837,7 @@ async def serve(
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
     ssl_context: ssl.SSLContext | None = None,
     require_tls: bool = False,
+    client_check_interval: float = CLIENT_CHECK_INTERVAL,
 ) -> None:
     """Run a server until cancelled; ``ready`` is called with the bound port."""
     server = Server(
@@ -720,6 +847,7 @@ async def serve(
         max_message_size=max_message_size,
         ssl_context=ssl_context,
         require_tls=require_tls,
+        client_check_interval=client_check_interval,
     )
     bound = await server.start()
     if ready is not None:

@@ -14,16 +14,63 @@ Between ``Session.begin_several`` and ``Session.end_several`` the session keeps
 PostgreSQL's implicit transaction block: settings changed by the Query are undone if it
 fails (unless a COMMIT in it kept them), SET LOCAL lasts until its end, and a cancel
 request stops the rest. Answers released before an error stay charged.
+
+An error that names where in a statement it is (a syntax error's "(line L, column C)")
+names it in the Query's whole text, as PostgreSQL counts its positions: the second
+statement's first line is not line 1 of the text (:meth:`Statement.placed`).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
 
 from proxy.parameters import scan
 from proxy.seam import QueryError, Session
 from proxy.sql_comments import SQL_SPACE
-from proxy.sqlstate import PROGRAM_LIMIT_EXCEEDED
+from proxy.sqlstate import PROGRAM_LIMIT_EXCEEDED, SYNTAX_ERROR
+
+T = TypeVar("T")
+
+#: Where a syntax error is, as rewriter.parse words it (sqlglot's line and column: lines
+#: end at \n, \r\n or \r; columns count characters from 1).
+_WHERE = re.compile(r"\(line (\d+), column (\d+)\)")
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One statement of a Query's text, and where it begins there: ``line`` line breaks
+    before it, ``column`` characters before it on its first line."""
+
+    text: str
+    line: int = 0
+    column: int = 0
+
+    def placed(self, error: QueryError) -> QueryError:
+        """``error``, its syntax error's line and column counted in the whole text."""
+        if (self.line, self.column) == (0, 0) or error.sqlstate != SYNTAX_ERROR:
+            return error
+        # The last one: rewriter.parse puts it after the text it quotes.
+        found = next(reversed(list(_WHERE.finditer(error.message))), None)
+        if found is None:
+            return error
+        line, column = int(found.group(1)), int(found.group(2))
+        if line == 1:
+            column += self.column
+        where = f"(line {line + self.line}, column {column})"
+        message = error.message[: found.start()] + where + error.message[found.end() :]
+        return QueryError(
+            error.sqlstate,
+            message,
+            detail=error.detail,
+            hint=error.hint,
+            severity=error.severity,
+            notices=error.notices,
+        )
+
 
 #: The most statements one Query message may hold; one with more is refused whole.
 #: Scripts of SET and SELECT statements stay well below; a client sending more is better
@@ -40,8 +87,13 @@ def split_query(sql: str) -> list[str]:
     one statement (or none), as it came. Text of no statement (``;``, only comments) is
     ``[""]``, answered by EmptyQueryResponse. Raise QueryError 42601 where the text
     cannot be read (nothing is run), 54000 for more than MAX_STATEMENTS statements."""
+    return [statement.text for statement in split_statements(sql)]
+
+
+def split_statements(sql: str) -> list[Statement]:
+    """``split_query``'s statements, each with where it begins in ``sql``."""
     if ";" not in sql:
-        return [sql]
+        return [Statement(sql)]
     try:
         spans = scan(sql).spans
     except QueryError as error:
@@ -54,12 +106,21 @@ def split_query(sql: str) -> list[str]:
             hint=f"send them in several queries of at most {MAX_STATEMENTS} statements",
         )
     if not spans:
-        return [""]
-    return [sql[start:end].strip(SQL_SPACE) for start, end in spans]
+        return [Statement("")]
+    statements = []
+    line, line_start, scanned = 0, 0, 0
+    for start, end in spans:  # in order: the text is read once for its line breaks
+        piece = sql[start:end]
+        begins = start + len(piece) - len(piece.lstrip(SQL_SPACE))
+        for found in _LINE_BREAK.finditer(sql, scanned, begins):
+            line, line_start = line + 1, found.end()
+        scanned = begins
+        statements.append(Statement(piece.strip(SQL_SPACE), line, begins - line_start))
+    return statements
 
 
 async def run_statements(
-    session: Session, statements: Sequence[str], run: Callable[[str], Awaitable[bool]]
+    session: Session, statements: Sequence[T], run: Callable[[T], Awaitable[bool]]
 ) -> tuple[tuple[str, str], ...]:
     """Run ``statements`` (split_query's) in order with ``run``, which answers one
     statement and returns False after an error; stop at the first error. Several run in

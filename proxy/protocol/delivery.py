@@ -11,7 +11,11 @@ write then fails is logged for the admin (the audit log is append-only).
 
 A client whose end of the stream is closed is taken as gone, as PostgreSQL's
 ``client_connection_check_interval`` takes it: no PostgreSQL client closes its sending
-side and still waits for an answer. No I/O here: state and callbacks only.
+side and still waits for an answer. The end of the stream can sit behind data the client
+sent and the server has not read yet (its reading paused while a statement runs): the
+server gives the link a probe, a look at the connection that reads nothing, which the
+link asks whenever :attr:`ClientLink.gone` is read, and the server reads it every so
+often while a statement runs. No I/O here: state and callbacks only.
 """
 
 from __future__ import annotations
@@ -37,10 +41,21 @@ class ClientLink:
         self._watchers: dict[int, Callable[[], None]] = {}
         self._next = 0
         self._pending: Callable[[bool], None] | None = None
+        self._probe: Callable[[], bool] | None = None
+
+    def probe_with(self, probe: Callable[[], bool] | None) -> None:
+        """``probe``: whether the client closed its end of the connection, or the
+        connection was reset, as the server sees it now without reading from it (True
+        also where it cannot tell). None: only what the server is told (``lost``)."""
+        self._probe = probe
 
     @property
     def gone(self) -> bool:
-        """True once the client closed its end of the connection, or it was reset."""
+        """True once the client closed its end of the connection, or it was reset. While
+        it is not known to be gone, reading this asks the probe (``probe_with``), and a
+        client the probe finds gone is ``lost`` then."""
+        if not self._gone and self._probe is not None and self._probe():
+            self.lost()
         return self._gone
 
     def lost(self) -> None:

@@ -12,6 +12,13 @@ psycopg's own goodbye, a bare end of stream, or a reset). The answer cache is on
   recorded as an error, as a cancel request before the charge is.
 - Gone while an answer's accepted record is being written: the append-only audit keeps
   "accepted"; the server's log names the record whose answer did not reach its client.
+- Gone behind data it sent that the server has not read yet (a Query, then more
+  pipelined messages than the server buffers, so that it pauses reading the socket): the
+  end of the stream waits behind that data, and the server sees it by looking at the
+  socket while the statement runs and once more before the record. The same records as
+  above; before, the query ran to its end and was recorded accepted, its answer (or a
+  cached one) written into a connection the client had closed, without a warning.
+- A pipelined client that stays (many Syncs, psycopg's pipeline mode) is answered.
 
 Every case: one record per query, and `dpproxy audit verify` finds the chain intact.
 """
@@ -19,11 +26,13 @@ Every case: one record per query, and `dpproxy audit verify` finds the chain int
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import secrets
 import socket
 import struct
+import termios
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -60,6 +69,12 @@ WAIT_SECONDS = 60.0
 #: Setup waits (not measurements): long enough for the server to get where it waits.
 SETTLE_SECONDS = 1.0
 GONE_BEFORE_THE_CHARGE = "canceled due to client disconnect before the charge"
+#: Sync messages a client pipelines after its Query (225 KB): more than the 64 KiB the
+#: server reads at once and its stream's 128 KiB buffer, so that it pauses reading the
+#: socket while the statement runs; little enough that the server's kernel takes the rest
+#: at once, and the end of the stream right after it.
+PIPELINED_SYNCS = 45_000
+SYNC = b"S\x00\x00\x00\x04"
 
 Connection = psycopg.Connection[tuple[object, ...]]
 
@@ -136,6 +151,42 @@ def send_query(conn: Connection, sql: str) -> socket.socket:
     body = sql.encode() + b"\0"
     sock.sendall(b"Q" + struct.pack("!i", len(body) + 4) + body)
     return sock
+
+
+def query_message(sql: str) -> bytes:
+    body = sql.encode() + b"\0"
+    return b"Q" + struct.pack("!i", len(body) + 4) + body
+
+
+def send_pipelined(conn: Connection, *sqls: str) -> socket.socket:
+    """Send a Query message for each of ``sqls``, then PIPELINED_SYNCS Sync messages, on
+    ``conn``'s socket, past psycopg; return once the server's kernel has taken them all."""
+    sock = socket.socket(fileno=os.dup(conn.fileno()))
+    sock.sendall(b"".join(map(query_message, sqls)) + SYNC * PIPELINED_SYNCS)
+
+    def unsent() -> int:
+        return int(struct.unpack("i", fcntl.ioctl(sock, termios.TIOCOUTQ, b"\0" * 4))[0])
+
+    wait_until(lambda: unsent() == 0, "the server's kernel to take the pipelined messages")
+    return sock
+
+
+def read_messages(sock: socket.socket, ready: int) -> list[tuple[bytes, bytes]]:
+    """The server's messages on ``sock`` up to the ``ready``-th ReadyForQuery."""
+    sock.settimeout(WAIT_SECONDS)
+    data = bytearray()
+    at = 0
+    out: list[tuple[bytes, bytes]] = []
+    while ready > 0:
+        while len(data) - at < 5 or len(data) - at < 1 + struct.unpack_from("!i", data, at + 1)[0]:
+            chunk = sock.recv(1 << 16)
+            assert chunk, f"the server ended the connection after {out[-3:]}"
+            data += chunk
+        size = struct.unpack_from("!i", data, at + 1)[0]
+        out.append((bytes(data[at : at + 1]), bytes(data[at + 5 : at + 1 + size])))
+        ready -= data[at : at + 1] == b"Z"
+        at += 1 + size
+    return out
 
 
 def ask_and_vanish(conn: Connection, sql: str) -> None:
@@ -311,6 +362,79 @@ def test_gone_before_a_cached_answer_is_sent(setup: Setup) -> None:
     assert "intact" in admin(setup, "audit", "verify")
 
 
+# --- a client gone behind data the server has not read yet ---------------------------
+
+
+@pytest.mark.parametrize("how", ["terminate", "eof", "reset"])
+def test_gone_behind_unread_data_while_the_database_runs_the_query(setup: Setup, how: str) -> None:
+    sql = unique("visits")
+    before = spent(setup)
+    conn = connect(setup.server)
+    sock = send_pipelined(conn, sql)
+    wait_until(lambda: bool(charged(setup.location, sql)), "the charge")
+    vanish(conn, sock, how)  # its end of the stream (or reset) is behind the Syncs
+    record = the_record(setup, sql)
+    assert_failed_and_charged(setup, sql, record)
+    assert spent(setup) == before + EPSILON
+    assert record["duration_ms"] < STOPPED_WITHIN_MS, record
+
+
+def test_gone_behind_unread_data_before_a_cached_answer(setup: Setup) -> None:
+    sql = unique("patients")
+    with connect(setup.server) as conn:
+        conn.execute(sql).fetchall()  # charged; the answer cache has it now
+    # A statement the rewriter rejects first: its record waits for the store's lock,
+    # while the client sends the cached one behind it, and goes.
+    rejected = unique("patients").replace("COUNT(*) AS n", "*")
+    before = spent(setup)
+    conn = connect(setup.server)
+    with write_lock_held(setup.location):
+        sock = send_pipelined(conn, rejected, sql)
+        time.sleep(SETTLE_SECONDS)  # the server waits for the lock
+        vanish(conn, sock, "eof")
+        time.sleep(2 * SETTLE_SECONDS)  # the server sees it go
+    assert the_record(setup, rejected)["decision"] == "rejected"
+    wait_until(lambda: recorded(setup.location, sql) == 2, "the second record")
+    decisions = [(r["decision"], r["reason"], r["rows"]) for r in records(setup, sql)]
+    assert decisions[0][0] == "accepted"
+    assert decisions[1] == ("error", GONE_BEFORE_THE_CHARGE, None)  # never "cached"
+    assert spent(setup) == before
+    assert "intact" in admin(setup, "audit", "verify")
+
+
+def test_a_pipelined_client_that_stays_is_answered(setup: Setup) -> None:
+    sql = unique("visits")  # about ten seconds: its connection is looked at meanwhile
+    before = spent(setup)
+    with connect(setup.server) as conn:
+        sock = send_pipelined(conn, sql)
+        messages = read_messages(sock, ready=1 + PIPELINED_SYNCS)
+        sock.close()
+        answer = [kind for kind, _ in messages if kind in (b"T", b"D", b"C", b"E")]
+        assert answer[:3] == [b"T", b"D", b"C"], messages[:5]
+        assert sum(kind == b"Z" for kind, _ in messages) == 1 + PIPELINED_SYNCS
+        assert conn.execute("SELECT 1").fetchall() == [(1,)]
+    record = the_record(setup, sql)
+    assert (record["decision"], record["rows"]) == ("accepted", 1), record
+    assert charged(setup.location, sql) == [("finished", 1_000_000_000, record["id"])]
+    assert spent(setup) == before + EPSILON
+
+
+def test_psycopg_pipeline_mode_is_answered(setup: Setup) -> None:
+    sqls = [unique("patients") for _ in range(5)]
+    with connect(setup.server) as conn:
+        with conn.pipeline():
+            cursors = [conn.execute(sql) for sql in sqls]
+        answers = [cursor.fetchall() for cursor in cursors]
+    assert [len(rows) for rows in answers] == [1] * len(sqls)
+    for sql in sqls:
+        wait_until(lambda sql=sql: recorded(setup.location, sql) == 1, f"the record of {sql}")
+    out = admin(setup, "audit", "export", "--analyst", "alice", "--format", "jsonl")
+    found = {r["sql"]: r for r in map(json.loads, out.splitlines()) if r["sql"] in sqls}
+    assert {sql: (r["decision"], r["rows"]) for sql, r in found.items()} == {
+        sql: ("accepted", 1) for sql in sqls
+    }
+
+
 # --- an answer whose accepted record was written while its client left ----------------
 
 
@@ -367,6 +491,29 @@ def test_gone_while_the_accepted_record_is_written(
     record = the_record(setup, sql)
     assert (record["decision"], record["rows"]) == ("accepted", 1), record
     assert Decimal(record["epsilon"]) == EPSILON
+    log = setup.server.stop()
+    assert f"audit record {record['id']} says accepted" in log, log
+    assert "its answer did not reach the client" in log
+    assert "Traceback" not in log, log
+
+
+@pytest.mark.postgres  # the engine
+def test_gone_behind_unread_data_while_the_accepted_record_is_written(
+    engine_setup: tuple[Setup, str], pg_dsn: str
+) -> None:
+    setup, schema = engine_setup
+    sql = unique("visits")
+    conn = connect(setup.server)
+    sock = send_pipelined(conn, sql)
+    wait_until(lambda: bool(charged(setup.location, sql)), "the charge")
+    with write_lock_held(setup.location):
+        wait_until(lambda: engine_running(pg_dsn, schema), "the query in the database")
+        wait_until(lambda: not engine_running(pg_dsn, schema), "the end of the query")
+        time.sleep(SETTLE_SECONDS)  # the answer is made; its record waits for the lock
+        vanish(conn, sock, "eof")  # behind the Syncs the server has not read
+        time.sleep(2 * SETTLE_SECONDS)  # the server sees it go
+    record = the_record(setup, sql)
+    assert (record["decision"], record["rows"]) == ("accepted", 1), record
     log = setup.server.stop()
     assert f"audit record {record['id']} says accepted" in log, log
     assert "its answer did not reach the client" in log
