@@ -20,8 +20,6 @@ from proxy.backends import BackendError
 from proxy.demo import CONFIG_FILE, PostgresTarget, connection_banner, prepare, served_database
 from proxy.demo_data import DEFAULT_SEED, MAX_PATIENTS
 from proxy.protocol.scram import make_verifier
-from proxy.runner import run
-from proxy.server import run_event_loop
 from proxy.settings import (
     CONFIG_ENV,
     ConfigError,
@@ -295,6 +293,11 @@ def _bind_problem(host: str, port: int, error: OSError, options: str) -> str:
 
 
 def _serve(settings: Settings, banner: Path | None) -> None:
+    # Deferred: the server's modules take a third of a second to import, which the admin
+    # commands need not pay.
+    from proxy.runner import run  # noqa: PLC0415
+    from proxy.server import run_event_loop  # noqa: PLC0415
+
     served = served_database(settings.backend)
 
     def ready(port: int) -> None:

@@ -30,6 +30,7 @@ from proxy.tls import TLSConfigError, server_context
 from proxy.unit_columns import check_unit_columns
 from proxy.unit_keys import check_unit_keys
 from rewriter import OpenDPNoise, build_catalog
+from rewriter.opendp_library import opendp
 
 logger = logging.getLogger("dpproxy")
 
@@ -92,6 +93,7 @@ async def run(settings: Settings, on_ready: Callable[[int], None]) -> None:
             digits=column_digits(declared),
             finite_decimals=backend.finite_decimals,
         )
+        opendp()  # loaded now (deferred by the commands that answer no query)
         check_unit_columns(declared, settings.tables)
         check_domain_columns(declared, settings.tables)
         if settings.backend.engine == "postgres":

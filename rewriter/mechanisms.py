@@ -19,11 +19,8 @@ from functools import lru_cache
 from statistics import NormalDist
 from typing import Any, Protocol
 
-import opendp.prelude as dp
-
+from rewriter.opendp_library import opendp
 from rewriter.quantile_selection import noisy_min_measurement
-
-dp.enable_features("contrib")
 
 
 class NoiseSource(Protocol):
@@ -40,11 +37,13 @@ class NoiseSource(Protocol):
 
 @lru_cache(maxsize=256)
 def _laplace_measurement(scale: float) -> Any:
+    dp = opendp()
     return dp.m.make_laplace(dp.atom_domain(T="i64"), dp.absolute_distance(T="i64"), scale=scale)
 
 
 @lru_cache(maxsize=256)
 def _gaussian_measurement(scale: float) -> Any:
+    dp = opendp()
     return dp.m.make_gaussian(dp.atom_domain(T="i64"), dp.absolute_distance(T="i64"), scale=scale)
 
 

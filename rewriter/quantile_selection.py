@@ -43,9 +43,7 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any, Protocol
 
-import opendp.prelude as dp
-
-dp.enable_features("contrib")
+from rewriter.opendp_library import opendp
 
 #: Scores are i64 inside OpenDP; a count beyond this would overflow them.
 MAX_SCORE = 2**62
@@ -61,6 +59,7 @@ class SelectionSource(Protocol):
 def noisy_min_measurement(scale: float, gumbel: bool) -> Any:
     """OpenDP report-noisy-min over i64 scores of L∞ sensitivity d_in: Gumbel noise under
     zCDP (the exponential mechanism), exponential noise under pure DP."""
+    dp = opendp()
     space = dp.vector_domain(dp.atom_domain(T="i64")), dp.linf_distance(T="i64")
     measure = dp.zero_concentrated_divergence() if gumbel else dp.max_divergence()
     return dp.m.make_noisy_max(*space, measure, scale=scale, negate=True)
