@@ -14,10 +14,12 @@ from accountant import AdminChange
 from proxy.admin.seed import configured, current_actor, differences
 from proxy.answers import AnswerCache, duckdb_file_version, no_version
 from proxy.app import DpproxyApp
-from proxy.backends import Backend, column_digits, column_types
+from proxy.backends import Backend, BackendError, column_digits, column_types
 from proxy.backends.duckdb import DuckDBBackend
 from proxy.backends.postgres import PostgresBackend
 from proxy.catalog import CatalogResponder
+from proxy.catalog.contents import Declared
+from proxy.catalog.database import CatalogEngineDidNotStart
 from proxy.domain_columns import check_domain_columns
 from proxy.ledger import AsyncLedger
 from proxy.pipeline import Pipeline
@@ -29,7 +31,7 @@ from proxy.text_collations import check_text_collations
 from proxy.tls import TLSConfigError, server_context
 from proxy.unit_columns import check_unit_columns
 from proxy.unit_keys import check_unit_keys
-from rewriter import OpenDPNoise, build_catalog
+from rewriter import Catalog, OpenDPNoise, build_catalog
 from rewriter.opendp_library import opendp
 
 logger = logging.getLogger("dpproxy")
@@ -77,6 +79,18 @@ def answer_cache(settings: BackendSettings) -> AnswerCache:
     return AnswerCache(version, ttl_seconds=settings.answer_cache_seconds)
 
 
+def catalog_responder(catalog: Catalog, declared: Declared | None) -> CatalogResponder:
+    """The responder of catalog queries, its engine started; BackendError if it does not
+    start (the engine's log line says why)."""
+    try:
+        return CatalogResponder(catalog, declared)
+    except CatalogEngineDidNotStart as error:
+        raise BackendError(
+            f"{error}; dpproxy answers catalog queries (psql's \\d, drivers' metadata) "
+            "with it, and did not start: see the line logged above"
+        ) from None
+
+
 async def run(settings: Settings, on_ready: Callable[[int], None]) -> None:
     """Serve until SIGINT or SIGTERM. ``on_ready`` gets the bound port."""
     context = ssl_context(settings.server)
@@ -118,7 +132,7 @@ async def run(settings: Settings, on_ready: Callable[[int], None]) -> None:
         app = DpproxyApp(
             settings,
             pipeline,
-            responders=(SelfServiceResponder(), CatalogResponder(catalog, declared)),
+            responders=(SelfServiceResponder(), catalog_responder(catalog, declared)),
         )
         server = Server(
             app,

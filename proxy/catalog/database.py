@@ -7,6 +7,11 @@ or load extensions; every query is interrupted after TIMEOUT_SECONDS, or at once
 QueryStop is cancelled, and the engine's process is killed (and started again for the
 next query) if it does not stop then; its answer is given up past MAX_ROWS rows or
 MAX_BYTES bytes; and the process may use at most ENGINE_MEMORY_BYTES for its data.
+
+A query whose engine was killed for another query's sake (one that would not stop) is
+sent again, once, to the new engine: it did nothing wrong, and catalog queries read
+nothing and cost nothing. The query that had the engine killed is not, nor one whose
+engine ended for no known reason (it may be the cause), nor one lost a second time.
 """
 
 from __future__ import annotations
@@ -16,7 +21,11 @@ import threading
 from proxy.catalog.build_script import build_script
 from proxy.catalog.contents import Declared
 from proxy.catalog.datetimes import UTC_ZONE, SessionZone
-from proxy.catalog.engine_client import EngineProcess
+from proxy.catalog.engine_client import (
+    CatalogEngineDidNotStart,
+    EngineLostForAnother,
+    EngineProcess,
+)
 from proxy.catalog.messages import EngineSetup
 from proxy.catalog.outputs import (
     ENGINE_MEMORY_BYTES,
@@ -27,6 +36,7 @@ from proxy.catalog.outputs import (
     CatalogEngineLost,
     CatalogQueryCanceled,
     CatalogQueryFailed,
+    CatalogQueryTimedOut,
     CatalogQueryTooLong,
     CatalogResultTooLarge,
     QueryOutput,
@@ -42,9 +52,11 @@ __all__ = [
     "MEMORY_LIMIT",
     "TIMEOUT_SECONDS",
     "CatalogDatabase",
+    "CatalogEngineDidNotStart",
     "CatalogEngineLost",
     "CatalogQueryCanceled",
     "CatalogQueryFailed",
+    "CatalogQueryTimedOut",
     "CatalogQueryTooLong",
     "CatalogResultTooLarge",
     "QueryOutput",
@@ -61,15 +73,13 @@ class CatalogDatabase:
         *,
         memory_bytes: int = ENGINE_MEMORY_BYTES,
     ) -> None:
-        """Starts the engine and builds the catalog there (returns once it is built)."""
+        """Starts the engine and builds the catalog there (returns once it is built);
+        raises CatalogEngineDidNotStart if it does not."""
         self._setup = EngineSetup(build_script(catalog, declared), memory_bytes)
         self._lock = threading.Lock()
         self._closed = False
         self._engine = EngineProcess(self._setup)
-        try:
-            self._engine.wait_ready()
-        except CatalogEngineLost as error:
-            raise RuntimeError(str(error)) from None
+        self._engine.wait_ready()  # CatalogEngineDidNotStart: the runner says why
 
     @property
     def engine_pid(self) -> int:
@@ -81,7 +91,8 @@ class CatalogDatabase:
     ) -> QueryOutput:
         """Run ``sql`` (blocks: call it from a worker thread, see CatalogResponder).
         Raises CatalogQueryCanceled when ``stop`` is cancelled, before or while it runs,
-        and the other CatalogQueryFailed errors.
+        and the other CatalogQueryFailed errors. Sent again once to a new engine if its
+        engine was killed for another query (EngineLostForAnother).
 
         Values DuckDB's Python client would not give as PostgreSQL shows them (intervals,
         timestamps and times with time zone: see datetimes.py) come as their text,
@@ -89,6 +100,12 @@ class CatalogDatabase:
         stop = QueryStop() if stop is None else stop
         if stop.canceled:
             raise CatalogQueryCanceled("canceled before it started")
+        try:
+            return self._running_engine().run(sql, zone.name, stop)
+        except EngineLostForAnother:
+            if stop.canceled:
+                raise CatalogQueryCanceled("canceled on request") from None
+        # Once: lost again, it fails (EngineLostForAnother is a CatalogEngineLost).
         return self._running_engine().run(sql, zone.name, stop)
 
     def _running_engine(self) -> EngineProcess:
@@ -100,7 +117,9 @@ class CatalogDatabase:
                 try:
                     self._engine = EngineProcess(self._setup)
                 except OSError as error:  # tried again at the next query
-                    raise CatalogEngineLost(f"the catalog engine did not start: {error}") from None
+                    raise CatalogEngineDidNotStart(
+                        f"the catalog engine did not start: {error}"
+                    ) from None
             engine = self._engine
         engine.wait_ready()
         return engine

@@ -25,6 +25,7 @@ from proxy.catalog.outputs import (
     TIMEOUT_SECONDS,
     CatalogQueryCanceled,
     CatalogQueryFailed,
+    CatalogQueryTimedOut,
     CatalogQueryTooLong,
     CatalogResultTooLarge,
     QueryOutput,
@@ -94,7 +95,7 @@ class CatalogEngine:
         except duckdb.InterruptException:
             if stop.canceled:
                 raise CatalogQueryCanceled("canceled on request") from None
-            raise CatalogQueryTooLong(f"stopped after {TIMEOUT_SECONDS:g} s") from None
+            raise CatalogQueryTimedOut(f"stopped after {TIMEOUT_SECONDS:g} s") from None
         except (duckdb.OutOfMemoryException, MemoryError):
             raise memory_refusal() from None
         except duckdb.Error as error:

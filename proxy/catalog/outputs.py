@@ -30,6 +30,10 @@ class CatalogQueryTooLong(CatalogQueryFailed):
     """The query ran longer than TIMEOUT_SECONDS or returned more than MAX_ROWS rows."""
 
 
+class CatalogQueryTimedOut(CatalogQueryTooLong):
+    """The query ran longer than TIMEOUT_SECONDS."""
+
+
 class CatalogResultTooLarge(CatalogQueryFailed):
     """The answer is larger than MAX_BYTES, or the query needs more memory than catalog
     queries may use (MEMORY_LIMIT, ENGINE_MEMORY_BYTES)."""

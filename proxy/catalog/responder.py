@@ -18,10 +18,13 @@ from proxy.backends import CancelToken
 from proxy.catalog.cache_keys import PARSE_CACHE_SIZE, TranslationKey
 from proxy.catalog.contents import Declared
 from proxy.catalog.database import (
+    TIMEOUT_SECONDS,
     CatalogDatabase,
+    CatalogEngineDidNotStart,
     CatalogEngineLost,
     CatalogQueryCanceled,
     CatalogQueryFailed,
+    CatalogQueryTimedOut,
     CatalogQueryTooLong,
     CatalogResultTooLarge,
     QueryOutput,
@@ -140,11 +143,26 @@ class CatalogResponder:
                 hint="ask for fewer rows (WHERE, LIMIT) or shorter values (e.g. left(x, 100)); "
                 "catalog queries are answered by dpproxy, within limits of time and memory",
             ) from None
+        except CatalogQueryTimedOut as error:
+            raise QueryError(
+                QUERY_CANCELED,
+                f"catalog query stopped: {error}",
+                hint=f"catalog queries may run for {TIMEOUT_SECONDS:g} s: ask for less work, "
+                "such as costly functions (levenshtein(), regexp_replace(), repeat()...) "
+                "over fewer or shorter values, or fewer joined rows",
+            ) from None
         except CatalogQueryTooLong as error:
             raise QueryError(
                 QUERY_CANCELED,
                 f"catalog query stopped: {error}",
-                hint="ask for fewer catalog rows",
+                hint="ask for fewer catalog rows (WHERE, LIMIT)",
+            ) from None
+        except CatalogEngineDidNotStart as error:
+            raise QueryError(
+                INSUFFICIENT_RESOURCES,
+                f"catalog query stopped: {error}",
+                hint="send it again; if it fails again, tell your dpproxy admin (the server's "
+                "log says why the catalog engine does not start)",
             ) from None
         except CatalogEngineLost as error:
             raise QueryError(
