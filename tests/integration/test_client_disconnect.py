@@ -49,7 +49,7 @@ from accountant import PostgresState, StateLocation
 from proxy.demo_data import DemoSize, generate, load_postgres, write_duckdb
 from proxy.failures import CLIENT_LEFT_REASON
 from tests.accountant.backends import query, write_lock_held
-from tests.integration.server import RunningServer, dpproxy, start, write_config
+from tests.integration.server import RunningServer, dpproxy_in_process, start, write_config
 
 pytestmark = pytest.mark.integration
 
@@ -241,7 +241,7 @@ def recorded(location: StateLocation, sql: str) -> int:
 
 
 def admin(setup: Setup, *args: str) -> str:
-    result = dpproxy(*args, "--config", str(setup.server.config))
+    result = dpproxy_in_process(*args, "--config", str(setup.server.config))
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout
 
