@@ -122,6 +122,7 @@ class ExtendedQueries:
     generation: int = 0
     """How many statements this connection has begun to run (Execute and simple Query):
     a Describe made since the last one still holds, as nothing (a SET) could change it."""
+    _ended: int = 0  # Session.transactions_ended when the portals were last looked at
 
     def parse(self, msg: Parse) -> bytes:
         if msg.statement and msg.statement in self.statements:
@@ -212,13 +213,13 @@ class ExtendedQueries:
             # Everything that could refuse this Execute, before the statement is charged.
             portal.formats = await self._formats(session, portal)
             self.check_session_statement(portal.sql)
-            before = session.transaction_status
+            before = session.transactions_ended
             portal.result = await session.execute(portal.sql)
             self.after_session_statement(portal.sql)
-            if before is not TransactionStatus.IDLE and (
-                session.transaction_status is TransactionStatus.IDLE
-            ):  # COMMIT or ROLLBACK: the transaction's other portals end with it
+            if session.transactions_ended != before:
+                # COMMIT or ROLLBACK (AND CHAIN too): the transaction's other portals end
                 self.portals = {n: p for n, p in self.portals.items() if p is portal}
+            self._ended = session.transactions_ended
             parts.extend(
                 codec.notice_response(
                     n.message, severity=n.severity, code=n.code, detail=n.detail, hint=n.hint
@@ -295,11 +296,13 @@ class ExtendedQueries:
             raise QueryError(PROTOCOL_VIOLATION, f"invalid CLOSE message subtype {msg.kind!r}")
         return codec.close_complete()
 
-    def sync(self, status: TransactionStatus) -> None:
+    def sync(self, status: TransactionStatus, transactions_ended: int) -> None:
         """At Sync, and after a simple Query: outside a transaction block (``status`` IDLE)
-        the transaction has ended, and its portals with it, as in PostgreSQL."""
-        if status is TransactionStatus.IDLE:
+        the transaction has ended, and its portals with it, as in PostgreSQL; so has it
+        when a block ended since (``Session.transactions_ended``: COMMIT AND CHAIN)."""
+        if status is TransactionStatus.IDLE or transactions_ended != self._ended:
             self.portals.clear()
+        self._ended = transactions_ended
 
     def forget_unnamed(self) -> None:
         """A simple Query ends the unnamed statement and portal, as in PostgreSQL."""

@@ -7,12 +7,12 @@ are checked to be numbers before they become numeric literals; everything else i
 string literal that sqlglot quotes. The session (and so the audit log) sees the bound SQL.
 
 Where the placeholders are is decided first by :func:`scan`, which reads the text by
-PostgreSQL's lexical rules (string constants, quoted identifiers, dollar quotes and
-comments hide a ``$1``; ``x$1`` is an identifier). sqlglot is given the same text with a
-space on each side of every placeholder (it cannot tokenize ``$1,$2``: it takes ``$1,$``
-for the start of a dollar quote), and its tree must hold exactly the placeholders the
-scan found, else the statement is refused: text is never bound by a reading that
-PostgreSQL would not make. The scan also counts the statements: a prepared statement
+PostgreSQL's lexical rules (proxy.sql_lexer: string constants, quoted identifiers, dollar
+quotes and comments hide a ``$1``; ``x$1`` is an identifier). sqlglot is given the same
+text with a space on each side of every placeholder (it cannot tokenize ``$1,$2``: it
+takes ``$1,$`` for the start of a dollar quote), and its tree must hold exactly the
+placeholders the scan found, else the statement is refused: text is never bound by a
+reading that PostgreSQL would not make. The scan also counts the statements: a prepared statement
 holds one.
 """
 
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import re
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from sqlglot.errors import SqlglotError
 from proxy.protocol import values
 from proxy.protocol.values import Value, ValueFormatError, decode_parameter
 from proxy.seam import QueryError
+from proxy.sql_lexer import COMMENT, ERROR, PARAMETER, SEMICOLON, lex
 from rewriter.parse import MAX_SQL_LENGTH
 
 PROTOCOL_VIOLATION = "08P01"
@@ -178,7 +178,7 @@ def _spaced(sql: str, placeholders: Sequence[Placeholder]) -> str:
 
 
 # ---------------------------------------------------------------------------------------
-# PostgreSQL's lexical rules, as far as placeholders and statements need them
+# Placeholders and statements, where proxy.sql_lexer (PostgreSQL's lexical rules) finds them
 
 
 @dataclass(frozen=True)
@@ -204,127 +204,36 @@ class Scan:
         return len(self.spans)
 
 
-_IDENT_START = "A-Za-z_\u0080-\U0010ffff"
-_IDENT_CONT = _IDENT_START + "0-9$"
-_WHITESPACE = frozenset(" \t\n\r\f\v")
-_IDENTIFIER = re.compile(f"[{_IDENT_START}][{_IDENT_CONT}]*")
-_PARAMETER = re.compile(r"\$([0-9]+)")
-_DOLLAR_QUOTE = re.compile(f"\\$(?:[{_IDENT_START}][{_IDENT_START}0-9]*)?\\$")
-# Possessive, as PostgreSQL's lexer: '' inside a quote is always a quote, never an end.
-_STRING = re.compile(r"'(?:[^']++|'')*+'")
-_EXTENDED_STRING = re.compile(r"[eE]'(?:[^'\\]++|\\.|'')*+'", re.DOTALL)
-_QUOTED_IDENTIFIER = re.compile(r'"(?:[^"]++|"")*+"')
-_DIGITS = r"[0-9](?:_?[0-9])*"
-_NUMBER = re.compile(
-    r"0[xX](?:_?[0-9A-Fa-f])+|0[oO](?:_?[0-7])+|0[bB](?:_?[01])+"
-    rf"|(?:{_DIGITS}(?:\.(?!\.)(?:{_DIGITS})?)?|\.{_DIGITS})(?:[eE][+-]?{_DIGITS})?"
-)
-_LINE_END = re.compile(r"[\n\r]")
-_COMMENT_MARK = re.compile(r"/\*|\*/")
-
-
 def scan(sql: str) -> Scan:
-    """The placeholders and the statements (their places) of ``sql``, read as PostgreSQL's
-    lexer reads it (standard_conforming_strings on, which dpproxy's sessions keep). Raise
-    QueryError (42601) where PostgreSQL's lexer fails: an unterminated quote or comment,
-    or trailing junk after a number or a placeholder (``$1abc``, PostgreSQL 15 on)."""
+    """The placeholders and the statements (their places) of ``sql``, read by
+    proxy.sql_lexer as PostgreSQL's lexer reads it (standard_conforming_strings on, which
+    dpproxy's sessions keep). Raise QueryError (42601) where PostgreSQL's lexer fails: an
+    unterminated quote or comment, or trailing junk after a number or a placeholder
+    (``$1abc``, PostgreSQL 15 on)."""
     placeholders: list[Placeholder] = []
     spans: list[tuple[int, int]] = []
     start = 0  # after the last ";"
     in_statement = False
-    position = 0
-    length = len(sql)
-    while position < length:
-        char = sql[position]
-        if char in _WHITESPACE:
-            position += 1
+    for kind, lexeme_start, end, message in lex(sql):
+        if kind == COMMENT:
             continue
-        if sql.startswith("--", position):
-            found = _LINE_END.search(sql, position)
-            position = length if found is None else found.end()
-            continue
-        if sql.startswith("/*", position):
-            position = _block_comment_end(sql, position)
-            continue
-        if char == ";":
+        if kind == SEMICOLON:
             if in_statement:
-                spans.append((start, position))
+                spans.append((start, lexeme_start))
                 in_statement = False
-            position += 1
-            start = position
+            start = end
             continue
+        if kind == ERROR:
+            raise QueryError(SYNTAX_ERROR, message)
         in_statement = True
-        if char == "'":
-            position = _quoted(sql, position, _STRING, "unterminated quoted string")
-        elif char in "eE" and sql.startswith("'", position + 1):
-            position = _quoted(sql, position, _EXTENDED_STRING, "unterminated quoted string")
-        elif char == '"':
-            position = _quoted(sql, position, _QUOTED_IDENTIFIER, "unterminated quoted identifier")
-        elif char == "$":
-            position = _dollar(sql, position, placeholders)
-        elif (identifier := _IDENTIFIER.match(sql, position)) is not None:
-            position = identifier.end()
-        elif (number := _NUMBER.match(sql, position)) is not None:
-            position = number.end()
-            _no_junk(sql, position, number.start(), "trailing junk after numeric literal")
-        else:
-            position += 1  # an operator or punctuation character
+        if kind == PARAMETER:
+            digits = sql[lexeme_start + 1 : end]
+            # Beyond MAX_PARAMETERS the exact number does not matter (prepare refuses it).
+            number = int(digits) if len(digits) <= 6 else MAX_PARAMETERS + 1
+            placeholders.append(Placeholder(number, lexeme_start, end))
     if in_statement:
-        spans.append((start, length))
+        spans.append((start, len(sql)))
     return Scan(tuple(placeholders), tuple(spans))
-
-
-def _near(sql: str, start: int) -> str:
-    shown = sql[start : start + 40]
-    return f'"{shown}"' if len(sql) - start <= 40 else f'"{shown}..."'
-
-
-def _quoted(sql: str, start: int, pattern: re.Pattern[str], unterminated: str) -> int:
-    found = pattern.match(sql, start)
-    if found is None:
-        raise QueryError(SYNTAX_ERROR, f"{unterminated} at or near {_near(sql, start)}")
-    return found.end()
-
-
-def _block_comment_end(sql: str, start: int) -> int:
-    """The end of the comment opening at ``start``: comments nest, as in PostgreSQL."""
-    depth = 0
-    position = start
-    while (mark := _COMMENT_MARK.search(sql, position)) is not None:
-        depth += 1 if mark.group() == "/*" else -1
-        position = mark.end()
-        if depth == 0:
-            return position
-    raise QueryError(SYNTAX_ERROR, f"unterminated /* comment at or near {_near(sql, start)}")
-
-
-def _dollar(sql: str, start: int, placeholders: list[Placeholder]) -> int:
-    """Past a placeholder, a dollar-quoted string or a lone ``$`` at ``start``."""
-    parameter = _PARAMETER.match(sql, start)
-    if parameter is not None:
-        end = parameter.end()
-        _no_junk(sql, end, start, "trailing junk after parameter")
-        digits = parameter.group(1)
-        # Beyond MAX_PARAMETERS the exact number does not matter (prepare refuses it).
-        number = int(digits) if len(digits) <= 6 else MAX_PARAMETERS + 1
-        placeholders.append(Placeholder(number, start, end))
-        return end
-    opening = _DOLLAR_QUOTE.match(sql, start)
-    if opening is None:
-        return start + 1  # "$" alone, a syntax error for PostgreSQL's parser
-    closing = sql.find(opening.group(), opening.end())
-    if closing < 0:
-        raise QueryError(
-            SYNTAX_ERROR, f"unterminated dollar-quoted string at or near {_near(sql, start)}"
-        )
-    return closing + len(opening.group())
-
-
-def _no_junk(sql: str, end: int, start: int, message: str) -> None:
-    """Refuse letters right after the token at ``sql[start:end]``, as PostgreSQL 15 on."""
-    junk = _IDENTIFIER.match(sql, end)
-    if junk is not None:
-        raise QueryError(SYNTAX_ERROR, f'{message} at or near "{sql[start : junk.end()]}"')
 
 
 def _placeholders(tree: exp.Expr) -> dict[int, exp.Parameter]:

@@ -102,6 +102,13 @@ class Session(Protocol):
     @property
     def transaction_status(self) -> TransactionStatus: ...
 
+    @property
+    def transactions_ended(self) -> int:
+        """How many transaction blocks (explicit or implicit) have ended so far: COMMIT
+        and ROLLBACK end one even when AND CHAIN begins the next at once, and the
+        portals of the one that ended end with it."""
+        ...
+
     def abort_transaction(self) -> None:
         """An error outside ``execute`` (the extended protocol's own) inside a transaction
         block: the block has failed, as any error fails it in PostgreSQL."""

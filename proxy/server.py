@@ -734,7 +734,7 @@ class _Connection:
         """ReadyForQuery. Outside a transaction block the (implicit) transaction has ended,
         and its portals with it (``ExtendedQueries.sync``)."""
         status = _status(session)
-        self.extended.sync(TransactionStatus(status))
+        self.extended.sync(TransactionStatus(status), session.transactions_ended)
         self.send(codec.ready_for_query(status))
 
     async def extended_message(

@@ -44,7 +44,6 @@ from proxy.sqlstate import (
     ACTIVE_SQL_TRANSACTION,
     CANT_CHANGE_RUNTIME_PARAM,
     FEATURE_NOT_SUPPORTED,
-    IN_FAILED_SQL_TRANSACTION,
     INVALID_PARAMETER_VALUE,
     NO_ACTIVE_SQL_TRANSACTION,
     QUERY_CANCELED,
@@ -59,6 +58,27 @@ from proxy.statements import (
     StatementSyntaxError,
     recognize,
     strip_sql,
+)
+from proxy.transaction_block import (
+    SESSION_DEFAULTS,
+    TRANSACTION_PARAMETERS,
+    TransactionBlock,
+    aborted,
+    check_startup_mode,
+    end_refusal,
+    parameter_mode,
+    session_defaults,
+    set_modes,
+    shown_values,
+    snapshot_error,
+)
+from proxy.transaction_statements import (
+    Begin,
+    End,
+    ImportSnapshot,
+    SetModes,
+    TransactionStatement,
+    read_transaction_statement,
 )
 from rewriter.bias import CHECK_SHARE
 
@@ -134,6 +154,8 @@ class AnalystSession:
         self._begun: _Settings | None = None
         self._kept: _Settings | None = None
         self._savepoints: list[_Savepoint] = []
+        self._block: TransactionBlock | None = None  # its modes; None when IDLE
+        self._transactions_ended = 0
         # While a Query of several statements runs (begin_several … end_several): whether
         # they are in PostgreSQL's implicit transaction block, which a statement of the
         # Query begins when none is open (BEGIN makes it an explicit one; COMMIT and
@@ -148,6 +170,10 @@ class AnalystSession:
     @property
     def transaction_status(self) -> TransactionStatus:
         return self._status
+
+    @property
+    def transactions_ended(self) -> int:
+        return self._transactions_ended
 
     def abort_transaction(self) -> None:
         if self._status is TransactionStatus.IN_TRANSACTION:
@@ -199,6 +225,7 @@ class AnalystSession:
                 return None
             statement = self._recognize(sql)
             if statement is None:
+                self._query_begins()
                 with self._statement() as token:
                     system = await self._system_answer(sql, token)
                     if system is not None:
@@ -291,10 +318,10 @@ class AnalystSession:
         """The parameters as the responders see them, with dpproxy's own as SHOW gives them
         (the catalog's current_setting('dpproxy.epsilon') and pg_settings): a read-only
         copy and its key, made again only after they changed (not per statement)."""
-        dpproxy = self._dpproxy_settings()
+        own = {**self._dpproxy_settings(), **self._transaction_values()}
         snapshot = self._snapshot
-        if snapshot is None or any(snapshot.parameters.get(k) != v for k, v in dpproxy.items()):
-            parameters = {**self._parameters, **dpproxy}
+        if snapshot is None or any(snapshot.parameters.get(k) != v for k, v in own.items()):
+            parameters = {**self._parameters, **own}
             snapshot = _Snapshot(MappingProxyType(parameters), parameters_key(parameters))
             self._snapshot = snapshot
         return snapshot
@@ -309,6 +336,16 @@ class AnalystSession:
             REPORT_PARAMETER: self._report_mode,
             BIAS_CHECK_PARAMETER: on_off(self._bias_check),
         }
+
+    def _transaction_values(self) -> dict[str, str]:
+        """transaction_isolation, transaction_read_only and transaction_deferrable as SHOW
+        gives them now (proxy.transaction_block)."""
+        return shown_values(self._block, self._parameters)
+
+    def _query_begins(self) -> None:
+        """A query (not a session statement) runs: its block's modes are set from now."""
+        if self._block is not None:
+            self._block.queried = True
 
     def _put_parameter(self, name: str, value: str) -> None:
         """Set a parameter; a custom one not defined yet only while the session has fewer
@@ -333,11 +370,7 @@ class AnalystSession:
             statement is None
             or statement.kind not in (Kind.COMMIT, Kind.ROLLBACK, Kind.ROLLBACK_TO)
         ):
-            raise QueryError(
-                IN_FAILED_SQL_TRANSACTION,
-                "current transaction is aborted, commands ignored until end of transaction block",
-                hint="send ROLLBACK",
-            )
+            raise aborted()
         return statement
 
     async def _execute(self, sql: str) -> StatementResult:
@@ -345,11 +378,16 @@ class AnalystSession:
             return StatementResult(tag="", empty=True)
         statement = self._recognize(sql)
         if statement is not None:
-            if statement.kind is Kind.SET and statement.name != "transaction":
+            if statement.kind in _CONTROL_KINDS or (
+                statement.kind is Kind.SET and statement.name == "transaction"
+            ):
+                return self._control(read_transaction_statement(sql))
+            if statement.kind is Kind.SET:
                 statement = read_set(sql, statement, _KNOWN_PARAMETERS)
             if statement.kind is Kind.SHOW and statement.name == BUDGET_PARAMETER:
                 return await self._show_budget()
             return self._session_statement(statement)
+        self._query_begins()
         # One token for the whole statement: a cancel request or the statement_timeout
         # stops the catalog responder (classifying the statement, or running a catalog
         # query) as well as a DP query (not charged if it fires before the charge).
@@ -370,33 +408,8 @@ class AnalystSession:
             )
 
     def _session_statement(self, statement: SessionStatement) -> StatementResult:
-        if statement.kind is Kind.BEGIN:
-            if self._implicit:  # as PostgreSQL: the implicit block becomes an explicit one
-                self._implicit = False
-                return StatementResult(tag="BEGIN")
-            if self._status is not TransactionStatus.IDLE:
-                already = "there is already a transaction in progress"
-                warning = _warning(already, ACTIVE_SQL_TRANSACTION)
-                return StatementResult(tag="BEGIN", notices=(warning,))
-            self._status = TransactionStatus.IN_TRANSACTION
-            self._begun = self._kept = self._settings()
-            return StatementResult(tag="BEGIN")
         if statement.kind in _CLEANUP_KINDS:
             return self._transaction_statement(statement)
-        if statement.kind in (Kind.COMMIT, Kind.ROLLBACK):
-            committed = statement.kind is Kind.COMMIT and (
-                self._status is TransactionStatus.IN_TRANSACTION
-            )
-            tag = "COMMIT" if committed else "ROLLBACK"
-            if self._begun is None:  # no block
-                tag = statement.kind.value
-            # Outside a block, and in a Query's implicit one (which it ends), a warning.
-            unbegun = self._begun is None or self._implicit
-            warning = _warning("there is no transaction in progress", NO_ACTIVE_SQL_TRANSACTION)
-            notices = (warning,) if unbegun else ()
-            return StatementResult(
-                tag=tag, notices=notices, parameter_status=self._end_block(commit=committed)
-            )
         if statement.kind is Kind.SHOW:
             return self._show(statement.name or "")
         name = statement.name or ""
@@ -410,23 +423,116 @@ class AnalystSession:
             self._kept = _keep(self._kept, self._settings(), name)
         return result
 
+    def _control(self, statement: TransactionStatement) -> StatementResult:
+        """BEGIN, COMMIT, ROLLBACK, SET TRANSACTION [SNAPSHOT] and SET SESSION
+        CHARACTERISTICS, as PostgreSQL answers them (proxy.transaction_block)."""
+        if isinstance(statement, Begin):
+            return self._begin(statement)
+        if isinstance(statement, End):
+            return self._end(statement)
+        block, nested = self._block, bool(self._savepoints)
+        defaults = session_defaults(self._parameters)
+        if isinstance(statement, ImportSnapshot):
+            raise snapshot_error(block, defaults, statement.snapshot, nested=nested)
+        if statement.session:
+            return self._set_defaults(statement)
+        notices = set_modes(
+            block, defaults, statement.modes, nested=nested, statement="SET TRANSACTION"
+        )
+        return StatementResult(tag="SET", notices=notices)
+
+    def _begin(self, begin: Begin) -> StatementResult:
+        """BEGIN or START TRANSACTION: a block with ``begin``'s modes (none if they are
+        refused); in a block, its modes are set as by SET TRANSACTION."""
+        defaults = session_defaults(self._parameters)
+        if self._block is None:
+            block = dataclasses.replace(defaults)
+            set_modes(block, defaults, begin.modes, nested=False)
+            self._open_block(implicit=False, modes=block)
+            return StatementResult(tag=begin.tag)
+        nested, already = bool(self._savepoints), not self._implicit
+        notices = set_modes(self._block, defaults, begin.modes, nested=nested, already=already)
+        self._implicit = False  # as PostgreSQL: the implicit block becomes an explicit one
+        return StatementResult(tag=begin.tag, notices=notices)
+
+    def _end(self, end: End) -> StatementResult:
+        """COMMIT/END or ROLLBACK/ABORT [AND [NO] CHAIN] (a failed block is rolled back);
+        AND CHAIN begins a new block at once with the same modes, as PostgreSQL."""
+        block, failed = self._block, self._status is TransactionStatus.FAILED
+        refused = end_refusal(
+            end, in_block=block is not None, implicit=self._implicit, failed=failed
+        )
+        if refused is not None:
+            raise refused
+        committed = end.commit and self._status is TransactionStatus.IN_TRANSACTION
+        tag = end.name if block is None else ("COMMIT" if committed else "ROLLBACK")
+        # Outside a block, and in a Query's implicit one (which it ends), a warning.
+        warning = _warning("there is no transaction in progress", NO_ACTIVE_SQL_TRANSACTION)
+        notices = (warning,) if block is None or self._implicit else ()
+        reported = self._end_block(commit=committed)
+        if end.chain and block is not None:
+            self._open_block(implicit=False, modes=block)
+        return StatementResult(tag=tag, notices=notices, parameter_status=reported)
+
+    def _set_mode_parameter(self, name: str, value: str | None, tag: str) -> StatementResult:
+        """SET, SET ... TO DEFAULT (``value`` None) or RESET of a transaction_* parameter:
+        the current transaction's mode, as in PostgreSQL."""
+        mode = parameter_mode(name, value, self._parameters)
+        reset = value is None and name == "transaction_isolation"
+        defaults = session_defaults(self._parameters)
+        nested, statement = bool(self._savepoints), "RESET TRANSACTION" if reset else None
+        notices = set_modes(self._block, defaults, (mode,), nested=nested, statement=statement)
+        return StatementResult(tag=tag, notices=notices)
+
+    def _set_defaults(self, statement: SetModes) -> StatementResult:
+        """SET SESSION CHARACTERISTICS AS TRANSACTION: SET of default_transaction_* for
+        each mode, all or none; SET LOCAL outside a block changes nothing (no warning, as
+        in PostgreSQL). ParameterStatus for a reported value it changed."""
+        before, kept = self._settings(), self._kept
+        try:
+            for name, value in statement.modes:
+                default = SESSION_DEFAULTS[name]
+                self._set(default, value)
+                if self._kept is not None and not statement.local:
+                    self._kept = _keep(self._kept, self._settings(), default)
+        except QueryError:
+            self._restore(before)
+            self._kept = kept
+            raise
+        if statement.local and kept is None:
+            self._restore(before)
+        changed = tuple(
+            (shown, self._parameters[name])
+            for name, shown in REPORTED_PARAMETERS.items()
+            if before.parameters[name] != self._parameters[name]
+        )
+        return StatementResult(tag="SET", parameter_status=changed)
+
+    def _open_block(self, *, implicit: bool, modes: TransactionBlock) -> None:
+        """Open a block with the isolation level and access mode of ``modes``."""
+        self._status = TransactionStatus.IN_TRANSACTION
+        self._begun = self._kept = self._settings()
+        self._implicit = implicit
+        self._block = TransactionBlock(modes.isolation, read_only=modes.read_only)
+
     def _next_of_several(self) -> None:
         """Before each statement of a Query of several: stop if a cancel request came;
         else open the implicit transaction block if no block is open, as PostgreSQL."""
         if self._several_canceled:
             raise canceled()
         if self._status is TransactionStatus.IDLE:
-            self._status = TransactionStatus.IN_TRANSACTION
-            self._begun = self._kept = self._settings()
-            self._implicit = True
+            self._open_block(implicit=True, modes=session_defaults(self._parameters))
 
     def _end_block(self, *, commit: bool) -> tuple[tuple[str, str], ...]:
         """End the transaction block (if any): keep what COMMIT keeps, or go back to the
         settings at its start; the ParameterStatus messages of reported values changed."""
         restored = self._kept if commit else self._begun
+        if self._status is not TransactionStatus.IDLE:
+            self._transactions_ended += 1
         self._status = TransactionStatus.IDLE
         self._savepoints.clear()
         self._begun = self._kept = None
+        self._block = None
         self._implicit = False
         return () if restored is None else self._restore(restored)
 
@@ -519,7 +625,9 @@ class AnalystSession:
         elif name == "all":
             # Custom parameters: not, as in PostgreSQL.
             shown = {k: v for k, v in self._parameters.items() if not is_placeholder(k)}
-            return show_all({**shown, **self._dpproxy_settings()})
+            return show_all({**shown, **self._dpproxy_settings(), **self._transaction_values()})
+        elif name in TRANSACTION_PARAMETERS:
+            value = self._transaction_values()[name]
         elif name in self._parameters:
             value = self._parameters[name]
         else:
@@ -558,6 +666,8 @@ class AnalystSession:
         defaults = self._defaults
         if name == "all":
             return StatementResult(tag="RESET", parameter_status=self._restore(defaults))
+        if name in TRANSACTION_PARAMETERS:
+            return self._set_mode_parameter(name, None, "RESET")
         field = _FIELDS.get(name)
         if field is not None:
             current = self._settings()
@@ -586,12 +696,15 @@ class AnalystSession:
             lowered = name.lower()
             if lowered == "transaction":  # SET TRANSACTION's name for dpproxy, not a setting
                 raise _unknown(lowered)
+            if lowered in TRANSACTION_PARAMETERS:
+                check_startup_mode(lowered, value, self._parameters)
+                continue
             self._set(lowered, value)
         self._defaults = self._settings()
 
     def _set(self, name: str, value: str | None) -> StatementResult:
-        if name == "transaction":
-            return StatementResult(tag="SET")
+        if name in TRANSACTION_PARAMETERS:
+            return self._set_mode_parameter(name, value, "SET")
         if value is None:  # SET name TO DEFAULT
             if name == "all":
                 raise _unknown(name)
@@ -728,6 +841,8 @@ _DPPROXY_SETTINGS = frozenset(
 )
 #: SET of these takes one value (proxy.set_statement.read_set); others may be lists.
 _KNOWN_PARAMETERS = SINGLE_VALUED | _DPPROXY_SETTINGS
+#: Read again by proxy.transaction_block (with SET TRANSACTION).
+_CONTROL_KINDS = frozenset({Kind.BEGIN, Kind.COMMIT, Kind.ROLLBACK})
 _CLEANUP_KINDS = frozenset(
     {Kind.SAVEPOINT, Kind.RELEASE, Kind.ROLLBACK_TO, Kind.DISCARD, Kind.DEALLOCATE}
 )

@@ -29,7 +29,7 @@ from typing import TypeVar
 
 from proxy.parameters import scan
 from proxy.seam import QueryError, Session
-from proxy.sql_comments import SQL_SPACE
+from proxy.sql_lexer import SQL_SPACE
 from proxy.sqlstate import PROGRAM_LIMIT_EXCEEDED, SYNTAX_ERROR
 
 T = TypeVar("T")

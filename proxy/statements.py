@@ -3,7 +3,9 @@
 BEGIN/START TRANSACTION, COMMIT/END, ROLLBACK/ABORT, SAVEPOINT, RELEASE, ROLLBACK TO,
 SET, SHOW, RESET, DISCARD and DEALLOCATE. They are recognised
 by a small hand-written scanner (no data-bearing SQL ever goes through here): anything
-else is a query for the rewriter.
+else is a query for the rewriter. BEGIN, COMMIT, ROLLBACK, SET TRANSACTION and SET
+SESSION CHARACTERISTICS (the SET of "transaction") are read again, with their modes and
+AND CHAIN, by proxy.transaction_statements.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import re
 from dataclasses import dataclass
 from enum import Enum
 
-from proxy.sql_comments import SQL_SPACE, block_comment_end
+from proxy.sql_lexer import COMMENT, SQL_SPACE, lex
 
 
 class Kind(Enum):
@@ -62,6 +64,7 @@ _TOKEN = re.compile(
     r"|(?P<word>[A-Za-z_][A-Za-z0-9_$.]*)|(?P<number>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
     r"|(?P<symbol>[=,]))"
 )
+_FIRST_WORD = re.compile(r"[A-Za-z_\x80-\U0010ffff][A-Za-z0-9_$\x80-\U0010ffff]*")
 _BEGIN = {"begin", "start"}
 _COMMIT = {"commit", "end"}
 _ROLLBACK = {"rollback", "abort"}
@@ -89,70 +92,27 @@ def _strip(sql: str) -> str:
     return text
 
 
-#: Where a comment or a quoted text may begin (each read as PostgreSQL's lexer reads it).
-_SPECIAL = re.compile(r"--|/\*|[Ee]'|['\"$]")
-_LINE_END = re.compile(r"[\n\r]")
-_QUOTED = {
-    "'": re.compile(r"'(?:[^']|'')*'"),
-    '"': re.compile(r'"(?:[^"]|"")*"'),
-    "e": re.compile(r"[Ee]'(?:[^'\\]|\\.|'')*'", re.DOTALL),
-}
-_DOLLAR = re.compile(r"\$([A-Za-z_\x80-\uffff][A-Za-z0-9_\x80-\uffff]*)?\$")
-_WORD_CHARACTER = re.compile(r"[A-Za-z0-9_$\x80-\uffff]")
-
-
 def _without_comments(sql: str) -> str:
-    """``sql`` with each -- and (nested) /* */ comment replaced by a space, and quoted
-    texts ('…', E'…', "…", $tag$…$tag$) kept whole: a -- inside a string is not a comment.
-    From a quote or comment left open, the rest is kept as it is (it fails later)."""
+    """``sql`` with each comment proxy.sql_lexer finds (-- and nested /* */) replaced by a
+    space, and the rest kept as it is: a -- inside a quoted text is not a comment, and from
+    a quote or comment left open the rest is kept (it fails later)."""
+    if "--" not in sql and "/*" not in sql:  # no comment can begin anywhere
+        return sql
     parts: list[str] = []
     position = 0
-    while (found := _SPECIAL.search(sql, position)) is not None:
-        start = found.start()
-        lead = found.group()
-        parts.append(sql[position:start])
-        inside_word = start > 0 and _WORD_CHARACTER.match(sql[start - 1]) is not None
-        end: int | None
-        if lead == "--":
-            line_end = _LINE_END.search(sql, start)  # \n or \r, as PostgreSQL's lexer
-            end = len(sql) if line_end is None else line_end.start()
-            parts.append(" ")
-        elif lead == "/*":
-            end = block_comment_end(sql, start)
-            parts.append(" ")
-        elif lead == "$":
-            dollar = None if inside_word else _DOLLAR.match(sql, start)
-            if dollar is None:
-                end = start + 1  # a parameter ($1) or part of a name (a$b)
-            else:
-                close = sql.find(dollar.group(), dollar.end())
-                end = None if close < 0 else close + len(dollar.group())
-            if end is not None:
-                parts.append(sql[start:end])
-        else:
-            escaped = lead[0] in "Ee"
-            if escaped and inside_word:  # a name ending in e before a quote: name'…'
-                parts.append(lead[0])
-                position = start + 1
-                continue
-            quoted = _QUOTED["e" if escaped else lead[0]].match(sql, start)
-            end = None if quoted is None else quoted.end()
-            if end is not None:
-                parts.append(sql[start:end])
-        if end is None:  # left open: kept as it is
-            parts.append(sql[start:])
-            return "".join(parts)
-        position = end
+    for kind, start, end, _ in lex(sql, code=False):
+        if kind == COMMENT:
+            parts += (sql[position:start], " ")
+            position = end
     parts.append(sql[position:])
     return "".join(parts)
 
 
 def _recognize(sql: str) -> SessionStatement | None:
     text = strip_sql(sql)
-    first = text.split(None, 1)[0].lower() if text else ""
-    if first in _BEGIN:
-        if first == "start" and not re.match(r"(?is)start\s+transaction\b", text):
-            return None
+    leading = _FIRST_WORD.match(text)  # BEGIN, (a syntax error) begins with BEGIN too
+    first = leading.group().lower() if leading else ""
+    if first in _BEGIN:  # START is START TRANSACTION or a syntax error, as in PostgreSQL
         return SessionStatement(Kind.BEGIN)
     if first in _COMMIT:
         return SessionStatement(Kind.COMMIT)
@@ -232,15 +192,19 @@ def _value(tokens: list[str]) -> str | None:
 def _parse_set(text: str) -> SessionStatement:
     tokens = _tokens(text)[1:]
     local = bool(tokens) and tokens[0].lower() == "local"
-    if tokens and tokens[0].lower() in ("session", "local"):
+    scope = [t.lower() for t in tokens[:2]]
+    if scope[:1] in (["session"], ["local"]) and scope != ["session", "characteristics"]:
         tokens = tokens[1:]
+    if [t.lower() for t in tokens[:2]] == ["session", "characteristics"]:
+        # SET [LOCAL | SESSION] SESSION CHARACTERISTICS AS TRANSACTION: read again later
+        return SessionStatement(Kind.SET, "transaction", " ".join(tokens[2:]), local)
     if not tokens:
         raise StatementSyntaxError("expected SET <parameter> = <value>")
     lowered = [t.lower() for t in tokens]
     if lowered[:2] == ["time", "zone"]:
         return SessionStatement(Kind.SET, "timezone", _value(tokens[2:]) or "UTC", local)
-    if lowered[0] in ("transaction", "characteristics", "role", "session_authorization"):
-        if lowered[0] in ("transaction", "characteristics"):
+    if lowered[0] in ("transaction", "role", "session_authorization"):
+        if lowered[0] == "transaction":  # SET TRANSACTION: read again later
             return SessionStatement(Kind.SET, "transaction", " ".join(tokens[1:]), local)
         raise StatementSyntaxError(f"SET {tokens[0].upper()} is not supported by dpproxy")
     name = _name(tokens[0])

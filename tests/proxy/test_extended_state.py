@@ -150,13 +150,15 @@ def test_portals_end_with_their_transaction(pipeline: Pipeline) -> None:
         conn = Connection(pipeline)
         await conn.send(parse(COUNT, "st"), bind("p1", "st"))
         assert await conn.send(bind("p1", "st")) == [("E", "42P03")]  # as PostgreSQL
-        conn.queries.sync(conn.session.transaction_status)  # Sync outside a block
+        conn.queries.sync(
+            conn.session.transaction_status, conn.session.transactions_ended
+        )  # Sync outside a block
         assert conn.queries.portals == {}
         assert await conn.send(bind("p1", "st")) == [("2", "")]  # the name is free again
         # In a transaction block, portals outlive Sync; COMMIT ends them.
         await conn.send(parse("BEGIN"), bind(), execute())
         await conn.send(bind("p2", "st"))
-        conn.queries.sync(conn.session.transaction_status)
+        conn.queries.sync(conn.session.transaction_status, conn.session.transactions_ended)
         assert set(conn.queries.portals) == {"p1", "", "p2"}
         assert await conn.send(parse("COMMIT"), bind("c"), execute("c")) == [
             ("1", ""),
@@ -165,7 +167,7 @@ def test_portals_end_with_their_transaction(pipeline: Pipeline) -> None:
         ]
         assert set(conn.queries.portals) == {"c"}
         assert await conn.send(execute("p2")) == [("E", "34000")]
-        conn.queries.sync(TransactionStatus.IDLE)
+        conn.queries.sync(TransactionStatus.IDLE, conn.session.transactions_ended)
         assert conn.queries.portals == {}
         assert await conn.decisions() == []  # p1 and p2 were never run
 

@@ -59,6 +59,10 @@ class FakeSession:
     def transaction_status(self) -> TransactionStatus:
         return self.status
 
+    @property
+    def transactions_ended(self) -> int:
+        return 0
+
     def reported_parameters(self) -> dict[str, str]:
         return {"application_name": self.client.parameters.get("application_name", "")}
 

@@ -49,7 +49,7 @@ def test_pgjdbc_and_metabase_sequences() -> None:
         "START TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY",
         "ROLLBACK",
     )
-    assert tags == ["SET", "SET", "SET", "SHOW", "BEGIN", "COMMIT", "BEGIN", "ROLLBACK"]
+    assert tags == ["SET", "SET", "SET", "SHOW", "BEGIN", "COMMIT", "START TRANSACTION", "ROLLBACK"]
     assert s.transaction_status is TransactionStatus.IDLE
 
 
