@@ -524,8 +524,20 @@ def _check_node(node: exp.Expr, where: str, *, nested: bool = False) -> None:
 
 
 def written_name(node: exp.Expr) -> str:
-    """How the analyst wrote ``node``, in a message: sqlglot's name for what has none."""
-    return _WRITTEN.get(type(node)) or node.key.upper()
+    """How the analyst wrote ``node``, in a message: an operator as PostgreSQL spells it
+    (``the operator >>``), else sqlglot's name for what has none."""
+    return _WRITTEN.get(type(node)) or _operator(node) or node.key.upper()
+
+
+def _operator(node: exp.Expr) -> str | None:
+    """``the operator <op>`` for a binary operator, as PostgreSQL writes it; None for a
+    node that is not one (or that PostgreSQL writes as a function)."""
+    if not isinstance(node, exp.Binary):
+        return None
+    shown = type(node)(this=exp.var("x"), expression=exp.var("y")).sql(dialect="postgres")
+    if not (shown.startswith("x ") and shown.endswith(" y")):
+        return None
+    return f"the operator {shown[2:-2]}"
 
 
 #: How the analyst wrote what sqlglot reads as another function.

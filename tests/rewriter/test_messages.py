@@ -55,6 +55,13 @@ from tests.rewriter.test_planner import CATALOG
         ("SELECT COUNT(*) FROM visits WHERE department = E'A'", "0A000", "(E'…') is not"),
         ("SELECT COUNT(*) FROM visits WHERE department = U&'A'", "0A000", "(U&'…') is not"),
         ("SELECT COUNT(*) / U&'1' FROM visits", "0A000", "(U&'…') is not allowed in the select"),
+        # An operator by its PostgreSQL spelling (it read "BITWISERIGHTSHIFT is not allowed").
+        (
+            "SELECT COUNT(*) FROM visits WHERE cost >> 3 > 1",
+            "0A000",
+            "the operator >> is not allowed in WHERE",
+        ),
+        ("SELECT COUNT(*) FROM visits WHERE cost # 3 > 1", "0A000", "the operator # is not"),
         # sqlglot reads INTERVAL '1 day 02:00' as INTERVAL '1' DAY: another query.
         (
             "SELECT COUNT(*) FROM visits WHERE TIMESTAMP '2020-01-02' - INTERVAL '1 day 02:00'"
