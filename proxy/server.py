@@ -92,6 +92,10 @@ _FINISHING = (Sync, Flush, Close, Terminate)
 # may take before their sockets are cut.
 _ABORT_AFTER = 1.0
 _CANCEL_KEY = struct.Struct("!iI")
+#: A Query text longer than this (characters) is split into statements on a thread of its
+#: own, not on the event loop that serves every session (its lexer takes about 3 µs a
+#: lexeme: a megabyte of ";" or "/**/" is seconds).
+_SPLIT_ON_THE_LOOP = 65536
 #: While a statement runs, the client's connection is looked at this often (seconds) for a
 #: client that went away (PostgreSQL's client_connection_check_interval); 0: never.
 CLIENT_CHECK_INTERVAL = 1.0
@@ -780,7 +784,10 @@ class _Connection:
     async def query(self, session: Session, sql: str) -> None:
         """A simple Query: its statements, one after the other (proxy.several_statements)."""
         try:
-            statements = split_statements(sql)
+            if len(sql) > _SPLIT_ON_THE_LOOP:  # up to seconds for a megabyte of ;;;
+                statements = await asyncio.to_thread(split_statements, sql)
+            else:
+                statements = split_statements(sql)
         except QueryError as err:  # nothing runs; as any error, it fails a transaction block
             self.send(encode_query_error(err))
             session.abort_transaction()

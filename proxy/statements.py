@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from proxy.sql_lexer import COMMENT, SQL_SPACE, lex
+from rewriter.parse import MAX_SQL_LENGTH
 
 
 class Kind(Enum):
@@ -70,13 +71,21 @@ _COMMIT = {"commit", "end"}
 _ROLLBACK = {"rollback", "abort"}
 
 
+#: What trailing semicolons may come with: removed with them, at once (not one by one).
+_TRAILING = SQL_SPACE + ";"
+
 # Clients repeat their statements: short ones are remembered (errors are not: they raise).
 _CACHE_SIZE = 1024
 _CACHED_LENGTH = 4096
 
 
 def strip_sql(sql: str) -> str:
-    """Remove comments, surrounding whitespace and trailing semicolons."""
+    """Remove comments, surrounding whitespace and trailing semicolons. A text longer than
+    MAX_SQL_LENGTH, which no statement may be (the rewriter refuses it, free), is only
+    trimmed: reading its comments, up to a message's megabyte of them, would hold the
+    server's event loop for seconds."""
+    if len(sql) > MAX_SQL_LENGTH:
+        return sql.strip(SQL_SPACE)
     return _strip_cached(sql) if len(sql) <= _CACHED_LENGTH else _strip(sql)
 
 
@@ -86,10 +95,7 @@ def recognize(sql: str) -> SessionStatement | None:
 
 
 def _strip(sql: str) -> str:
-    text = _without_comments(sql).strip(SQL_SPACE)
-    while text.endswith(";"):
-        text = text[:-1].rstrip(SQL_SPACE)
-    return text
+    return _without_comments(sql).strip(SQL_SPACE).rstrip(_TRAILING)
 
 
 def _without_comments(sql: str) -> str:
