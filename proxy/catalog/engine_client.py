@@ -83,6 +83,7 @@ class _Pending:
         self.lost: str | None = None  # why the engine ended before replying
         self.cancel_requested = False
         self.signal = threading.Event()  # a reply, a loss or a cancel came
+        self.sent = time.monotonic()
 
     def fire(self) -> None:  # QueryStop's target: from any thread, never blocks
         self.cancel_requested = True
@@ -193,6 +194,13 @@ class EngineProcess:
                 raise CatalogQueryTimedOut(f"stopped after {TIMEOUT_SECONDS:g} s")
             lost = _lost_message(pending.lost or "it ended")
             if culprit is not None and culprit.startswith("query "):
+                # Killed for another query. This one did nothing wrong, unless it too had
+                # run past its time (its interrupt did not stop it either) or was
+                # cancelled and had not stopped: then it is not sent again.
+                if pending.cancel_requested:
+                    raise CatalogQueryCanceled("canceled on request")
+                if time.monotonic() - pending.sent >= TIMEOUT_SECONDS:
+                    raise CatalogQueryTimedOut(f"stopped after {TIMEOUT_SECONDS:g} s")
                 raise EngineLostForAnother(lost)
             raise CatalogEngineLost(lost)
         if reply.error is not None:

@@ -17,10 +17,14 @@ import os
 import signal
 import time
 
+import pytest
+
+from proxy.catalog import engine_client
 from proxy.catalog.database import (
     CatalogDatabase,
     CatalogEngineLost,
     CatalogQueryCanceled,
+    CatalogQueryTimedOut,
     QueryStop,
 )
 from tests.proxy.test_catalog_engine import SLOW, Running, _catalog
@@ -77,5 +81,33 @@ def test_a_query_lost_twice_fails_and_is_not_sent_a_third_time() -> None:
         assert database.engine_pid == second  # no third engine was started for it
         assert database.run_blocking("SELECT 42").rows == [(42,)]
         assert database.engine_pid not in (first, second)
+    finally:
+        database.close()
+
+
+def test_a_query_that_had_run_past_its_time_is_not_sent_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Killed for another query, a query that had itself run past the timeout (it did not
+    stop either) fails as timed out; one that had not is sent again. Before, both were
+    sent again: a reviewer's two staggered levenshtein() calls killed two engines, and
+    the second waited 13 s. The timeout is 1 s here (5 s in the server)."""
+    monkeypatch.setattr(engine_client, "TIMEOUT_SECONDS", 1.0)
+    database = CatalogDatabase(_catalog())
+    try:
+        engine = database.engine_pid
+        os.kill(engine, signal.SIGSTOP)  # nothing stops on it, as under levenshtein()
+        first = Running(database, "SELECT 1 AS c", QueryStop())  # killed for at 1 + 2 s
+        time.sleep(0.5)
+        stuck = Running(database, "SELECT 2 AS c", QueryStop())  # 2.5 s old by then
+        time.sleep(2.0)
+        fresh = Running(database, "SELECT 3 AS c", QueryStop())  # 0.5 s old by then
+        for query in (first, stuck, fresh):
+            query.join()
+        assert isinstance(first.error, CatalogQueryTimedOut), first.error
+        assert isinstance(stuck.error, CatalogQueryTimedOut), stuck.error
+        assert fresh.error is None and fresh.output is not None, fresh.error
+        assert fresh.output.rows == [(3,)]
+        assert database.engine_pid != engine
     finally:
         database.close()
