@@ -49,6 +49,7 @@ from proxy.catalog.pg_numeric import divide, power
 from proxy.catalog.raised import RaisedError
 from proxy.catalog.refusal import CatalogRefused
 from proxy.catalog.typed_text import typed_text
+from proxy.catalog.zoned_macros import MACRO_NAMES as ZONED_MACRO_NAMES
 
 #: How many divisions by pg_div may nest (DuckDB binds a typed macro's arguments once per
 #: overload it tries: the time doubles and more with each level).
@@ -56,7 +57,7 @@ MAX_NESTED_DIVISIONS = 8
 _DEPTH = "pg_div_depth"
 #: Functions sqlglot does not model that are scalar: the emulation's macros and the
 #: engine's Python functions.
-KNOWN_SCALARS = frozenset(FUNCTIONS | UDF_NAMES | MACRO_NAMES)
+KNOWN_SCALARS = frozenset(FUNCTIONS | UDF_NAMES | MACRO_NAMES | ZONED_MACRO_NAMES)
 _OPERATOR_HINT = (
     "No operator matches the given name and argument types. "
     "You might need to add explicit type casts."
@@ -198,7 +199,7 @@ def _unresolved(node: _Binary, left_kind: Kind, right_kind: Kind) -> exp.Express
     a, b = _typed_constant(node.this), _typed_constant(node.expression)
     numbers = (*NUMBERS, Kind.UNKNOWN)
     if isinstance(node, exp.Div) and left_kind in numbers and right_kind in numbers:
-        if not (_dispatchable(a) and _dispatchable(b)):
+        if not (dispatchable(a) and dispatchable(b)):
             # DuckDB binds a typed macro's aggregate (or window) argument as if it had the
             # first overload's type, and would divide sum(7.5) as an integer; unnest() it
             # cannot bind at all. DuckDB's // then: integers truncate, floats divide (a
@@ -229,7 +230,7 @@ def _typed_constant(node: exp.Expression) -> exp.Expression:
     return node
 
 
-def _dispatchable(node: exp.Expression) -> bool:
+def dispatchable(node: exp.Expression) -> bool:
     """Whether pg_div may take ``node``: no aggregate, window or set-returning function in
     it (unnest, generate_series), nor a function sqlglot does not know (it could be one of
     DuckDB's aggregates)."""

@@ -16,6 +16,7 @@ from proxy.catalog.keywords import KEYWORDS
 from proxy.catalog.messages import Step, TableRows
 from proxy.catalog.pgtypes import TYPE_ALIASES, TYPES
 from proxy.catalog.relations import DUCK_SCHEMAS, FUNCTIONS_SCHEMA, RELATIONS
+from proxy.catalog.zoned_macros import zoned_macro_statements
 from rewriter import Catalog
 
 _KEYWORD_DESCRIPTIONS = {
@@ -68,6 +69,7 @@ def build_script(catalog: Catalog, declared: Declared | None = None) -> tuple[St
     )
     steps += macro_statements()
     steps += arithmetic_macro_statements()
+    steps += zoned_macro_statements()
     for relation in RELATIONS.values():
         if relation.session:
             steps.append(

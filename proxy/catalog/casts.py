@@ -12,10 +12,8 @@ from __future__ import annotations
 from sqlglot import exp
 
 from proxy.catalog.functions import macro_call
-from proxy.catalog.local_times import zoned_cast
 from proxy.catalog.number_casts import rewrite_number_cast
 from proxy.catalog.refusal import CatalogRefused
-from proxy.catalog.session_values import SessionValues
 
 _OID_TYPES = frozenset({"oid", "xid", "cid", "regrole", "regoper", "regoperator"})
 _TEXT_TYPES = frozenset(
@@ -47,14 +45,16 @@ def type_name(to: exp.Expression) -> str:
     return to.sql(dialect="postgres").lower()
 
 
-def rewrite_cast(node: exp.Cast, session: SessionValues) -> exp.Expression:
+def is_text_type(name: str) -> bool:
+    """Whether the type ``name`` (type_name's) is one of PostgreSQL's text types."""
+    return name in _TEXT_TYPES or name.startswith(("varchar", "character", "bpchar"))
+
+
+def rewrite_cast(node: exp.Cast) -> exp.Expression:
     to = node.args["to"]
     name = type_name(to)
     value = node.this
     shown = _shown_as_text(node)
-    zoned = zoned_cast(node, session)
-    if zoned is not None:
-        return zoned
     if name == "regclass":
         oid = value if not _is_text(value) else macro_call("to_regclass", value)
         return macro_call("regclass_name", oid) if shown else oid
@@ -68,7 +68,7 @@ def rewrite_cast(node: exp.Cast, session: SessionValues) -> exp.Expression:
         return macro_call("regproc_name", value)
     if name in _OID_TYPES:
         return exp.cast(value, exp.DataType.build("BIGINT"))
-    if name in _TEXT_TYPES or name.startswith(("varchar", "character", "bpchar")):
+    if is_text_type(name):
         return exp.cast(value, exp.DataType.build("VARCHAR"))
     number = rewrite_number_cast(node)
     if number is not None:

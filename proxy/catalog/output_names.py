@@ -56,28 +56,46 @@ def _first_select(tree: exp.Expression) -> exp.Select | None:
 
 
 def _output_name(node: exp.Expression) -> str:
-    if isinstance(node, exp.Column):
-        return node.name
+    return _named(node)[0]
+
+
+def _named(node: exp.Expression) -> tuple[str, int]:
+    """PostgreSQL's name of a column and how strongly it holds (FigureColnameInternal): 2
+    for a column's or a function's name (and ARRAY's), 1 for a cast's type or CASE, which
+    an outer cast replaces, 0 for none (?column?)."""
     if isinstance(node, exp.Cast):
         if isinstance(node.this, exp.IntDiv):
-            return "div"  # sqlglot reads div(a, b) as CAST(a // b AS DECIMAL)
-        inner = _output_name(node.this)
-        if inner != "?column?":
-            return inner
+            return "div", 2  # sqlglot reads div(a, b) as CAST(a // b AS DECIMAL)
+        inner, strength = _named(node.this)
+        if strength > 1:
+            return inner, strength
         to = node.args["to"]
-        return type_name(to) if isinstance(to, exp.DataType) else "?column?"
+        return (type_name(to), 1) if isinstance(to, exp.DataType) else (inner, strength)
+    if isinstance(node, exp.Case):
+        default = node.args.get("default")
+        named = _named(default) if isinstance(default, exp.Expression) else ("case", 0)
+        return named if named[1] > 1 else ("case", 1)
+    if isinstance(node, exp.Array):
+        return "array", 2
+    if isinstance(node, exp.Interval):
+        return "interval", 1
+    name = _plain_name(node)
+    return name, 0 if name == "?column?" else 2
+
+
+def _plain_name(node: exp.Expression) -> str:
+    if isinstance(node, exp.Column):
+        return node.name
     if isinstance(node, exp.Dot) and isinstance(node.expression, exp.Anonymous):
         return _output_name(node.expression)
     if isinstance(node, exp.Anonymous):
         return str(node.this).lower()
-    if isinstance(node, exp.Case):
-        return "case"
-    if isinstance(node, exp.Interval):
-        return "interval"
     if isinstance(node, exp.TimestampTrunc):
         return "date_trunc"
-    if isinstance(node, exp.Array):
-        return "array"
+    if isinstance(node, exp.AtTimeZone):
+        return "timezone"  # x AT TIME ZONE z is timezone(z, x)
+    if isinstance(node, exp.StrToTime | exp.UnixToTime):
+        return "to_timestamp"
     if isinstance(node, exp.Exists):
         return "exists"
     if isinstance(node, exp.Subquery):

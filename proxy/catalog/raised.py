@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import re
 
-_MARKED = re.compile(r"\[pg (?P<state>[0-9A-Z]{5})\] (?P<message>.*?) \[/pg\]")
+_MARKED = re.compile(
+    r"\[pg (?P<state>[0-9A-Z]{5})\] (?P<message>.*?)(?: \[detail\] (?P<detail>.*?))? \[/pg\]"
+)
 
 
 class RaisedError(Exception):
@@ -24,12 +26,15 @@ class RaisedError(Exception):
         return (RaisedError, (self.sqlstate, self.message))
 
 
-def marked(sqlstate: str, message: str) -> str:
-    """The text of an error raised inside DuckDB, which ``unmarked`` reads back."""
-    return f"[pg {sqlstate}] {message} [/pg]"
+def marked(sqlstate: str, message: str, detail: str | None = None) -> str:
+    """The text of an error raised inside DuckDB, which ``unmarked`` reads back (with a
+    detail: what to write instead, for a refusal)."""
+    if detail is None:
+        return f"[pg {sqlstate}] {message} [/pg]"
+    return f"[pg {sqlstate}] {message} [detail] {detail} [/pg]"
 
 
-def unmarked(text: str) -> tuple[str, str] | None:
-    """(SQLSTATE, message) of the first marked error in DuckDB's message ``text``."""
+def unmarked(text: str) -> tuple[str, str, str | None] | None:
+    """(SQLSTATE, message, detail) of the first marked error in DuckDB's message ``text``."""
     found = _MARKED.search(text)
-    return None if found is None else (found["state"], found["message"])
+    return None if found is None else (found["state"], found["message"], found["detail"])

@@ -19,7 +19,27 @@ from sqlglot.errors import SqlglotError
 from proxy.catalog.relations import PG_CATALOG
 
 _INTERVAL_UNITS = Postgres.VALID_INTERVAL_UNITS
-_RESPELLED_WORDS = re.compile(r"\binterval\b|\bnow\s*\(", re.IGNORECASE)
+_RESPELLED_WORDS = re.compile(
+    r"\binterval\b|\b(?:now|date_part|to_char)\s*\("
+    r"|\b(?:date|time|timetz|timestamp|timestamptz|zone)\s*'[^']*'\s*::",
+    re.IGNORECASE,
+)
+#: Functions sqlglot reads as its own (date_part as EXTRACT, to_char as strftime with a
+#: format of its making): read as calls of PostgreSQL's, which the translation computes.
+_PG_FUNCTIONS = frozenset({"now", "date_part", "to_char"})
+#: The types of a typed constant (TIMESTAMPTZ '...') that sqlglot reads wrongly before
+#: ::, as a cast of the cast (TIMESTAMPTZ ('...'::text)).
+_TYPED_CONSTANTS = (
+    ("timestamp", "with", "time", "zone"),
+    ("timestamp", "without", "time", "zone"),
+    ("time", "with", "time", "zone"),
+    ("time", "without", "time", "zone"),
+    ("timestamptz",),
+    ("timestamp",),
+    ("timetz",),
+    ("time",),
+    ("date",),
+)
 # Reserved words PostgreSQL accepts as column labels after AS and as column names after a
 # dot (Metabase writes "... AS select", "t.select"); sqlglot needs them quoted.
 _KEYWORD_LABELS = frozenset(
@@ -30,9 +50,11 @@ _KEYWORD_LABELS = frozenset(
 def respelled(sql: str) -> str:
     """``sql`` with what sqlglot would read otherwise than PostgreSQL spelt as it reads it:
     INTERVAL '-1 day 02:00' as CAST('-1 day 02:00' AS INTERVAL) (sqlglot keeps the first
-    number and unit of an interval's text and drops what follows: INTERVAL '-1' DAY), and
+    number and unit of an interval's text and drops what follows: INTERVAL '-1' DAY),
     now() as pg_catalog.now() (sqlglot reads it as CURRENT_TIMESTAMP, whose column
-    PostgreSQL calls current_timestamp, not now)."""
+    PostgreSQL calls current_timestamp, not now), date_part() and to_char() as
+    pg_catalog's (_PG_FUNCTIONS), and TIMESTAMPTZ '...'::text as
+    CAST('...' AS TIMESTAMPTZ)::text (sqlglot casts the text first)."""
     if _RESPELLED_WORDS.search(sql) is None:
         return sql
     try:
@@ -57,15 +79,46 @@ def respelled(sql: str) -> str:
             position = string.end + 1
         elif (
             token.token_type == TokenType.VAR
-            and token.text.lower() == "now"
+            and token.text.lower() in _PG_FUNCTIONS
             and (index == 0 or tokens[index - 1].token_type != TokenType.DOT)
-            and [t.token_type for t in following] == [TokenType.L_PAREN, TokenType.R_PAREN]
+            and following[:1]
+            and following[0].token_type == TokenType.L_PAREN
+            and (
+                token.text.lower() != "now"
+                or following[1:2]
+                and following[1].token_type == TokenType.R_PAREN
+            )
         ):
             pieces.append(sql[position : token.start])
-            pieces.append(f"{PG_CATALOG}.now")
+            pieces.append(f"{PG_CATALOG}.{token.text}")
             position = token.end + 1
+        else:
+            words = _typed_constant(sql, tokens, index)
+            if words:
+                string = tokens[index + words]
+                pieces.append(sql[position : token.start])
+                type_name = " ".join(t.text for t in tokens[index : index + words])
+                pieces.append(f"CAST({sql[string.start : string.end + 1]} AS {type_name})")
+                position = string.end + 1
     pieces.append(sql[position:])
     return "".join(pieces)
+
+
+def _typed_constant(sql: str, tokens: Sequence[Token], index: int) -> int:
+    """The number of words of the type of a typed constant followed by :: that starts at
+    ``index`` (TIMESTAMP WITH TIME ZONE '...'::text: 4), else 0."""
+    if index > 0 and tokens[index - 1].token_type in (TokenType.DCOLON, TokenType.DOT):
+        return 0
+    for words in _TYPED_CONSTANTS:
+        end = index + len(words)
+        if (
+            end + 1 < len(tokens)
+            and tuple(t.text.lower() for t in tokens[index:end]) == words
+            and _plain_string(sql, tokens[end : end + 1])
+            and tokens[end + 1].token_type == TokenType.DCOLON
+        ):
+            return len(words)
+    return 0
 
 
 def _plain_string(sql: str, tokens: Sequence[Token]) -> bool:

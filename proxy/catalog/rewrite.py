@@ -3,10 +3,11 @@
 One pass over the tree, children first: each node is rewritten by the module that knows
 its kind (relations: tables, casts: casts, operators: operators, numbers and arithmetic:
 numeric_constants, arithmetic and numeric_functions, functions and session values:
-function_calls) once its children are, so a rule sees its arguments already translated
-(now() inside ::date, a cast inside a function call, the operands of 7/2 with their
-types). Unquoted identifiers are folded to lower case as PostgreSQL folds them, and the
-values of $1, $2... are put in as literals.
+function_calls, what PostgreSQL computes in the session's TimeZone: zoned_rewrites) once
+its children are, so a rule sees its arguments already translated (now() inside ::date, a
+cast inside a function call, the operands of 7/2 with their types). Unquoted identifiers
+are folded to lower case as PostgreSQL folds them, and the values of $1, $2... are put in
+as literals.
 """
 
 from __future__ import annotations
@@ -25,14 +26,19 @@ from proxy.catalog.refusal import CatalogRefused
 from proxy.catalog.relations import PG_CATALOG
 from proxy.catalog.session_values import SessionValues
 from proxy.catalog.tables import rewrite_table
+from proxy.catalog.time_kinds import ZoneContext
+from proxy.catalog.zoned_rewrites import rewrite_zoned, zone_context
 
 
 def rewritten(
     tree: exp.Expression, session: SessionValues, parameters: Sequence[str | None]
 ) -> exp.Expression:
     """``tree`` (changed in place: pass a copy) as DuckDB SQL over the emulated catalog."""
+    context = zone_context(tree, session)
     tree = negated_constants(tree)
-    return unfit_constants(_bottom_up(tree, lambda node: _rewrite(node, session, parameters)))
+    return unfit_constants(
+        _bottom_up(tree, lambda node: _rewrite(node, session, parameters, context))
+    )
 
 
 def _bottom_up(
@@ -51,7 +57,10 @@ def _bottom_up(
 
 
 def _rewrite(
-    node: exp.Expression, session: SessionValues, parameters: Sequence[str | None]
+    node: exp.Expression,
+    session: SessionValues,
+    parameters: Sequence[str | None],
+    context: ZoneContext,
 ) -> exp.Expression:
     if isinstance(node, exp.Identifier) and not node.quoted:
         return exp.Identifier(this=str(node.this).lower(), quoted=False)
@@ -78,6 +87,9 @@ def _rewrite(
         return rewrite_number(node)
     if isinstance(node, exp.Operator):
         return rewrite_operator(node)
+    zoned = rewrite_zoned(node, context)
+    if zoned is not None:
+        return zoned
     arithmetic = rewrite_arithmetic(node)
     if arithmetic is not None:
         return arithmetic
@@ -88,7 +100,7 @@ def _rewrite(
         collated: exp.Expression = node.this
         return collated
     if isinstance(node, exp.Cast):
-        return rewrite_cast(node, session)
+        return rewrite_cast(node)
     if isinstance(node, exp.Placeholder | exp.Parameter):
         return _parameter(node, parameters)
     return rewrite_function(node, session)

@@ -4,9 +4,9 @@ the emulated catalog in DuckDB: the entry point, and its public API.
 The translation works on sqlglot's syntax tree; values from the session are put in as
 literals of the tree, never pasted into text. Its steps live in modules of their own:
 classify (is it a catalog query; parsing, with respell), rewrite (the tree, through
-tables, casts, operators, arithmetic, function_calls, local_times, settings), output_names (the
-columns' names as PostgreSQL gives them) and cache_keys (what translations are
-remembered by).
+tables, casts, operators, arithmetic, function_calls, local_times, settings, and
+zoned_rewrites for times in the session's TimeZone), output_names (the columns' names as
+PostgreSQL gives them) and cache_keys (what translations are remembered by).
 """
 
 from __future__ import annotations
