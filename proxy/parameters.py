@@ -32,7 +32,7 @@ from sqlglot.errors import SqlglotError
 from proxy.protocol import values
 from proxy.protocol.values import Value, ValueFormatError, decode_parameter
 from proxy.seam import QueryError
-from proxy.sql_lexer import COMMENT, ERROR, PARAMETER, SEMICOLON, lex
+from proxy.sql_lexer import COMMENT, ERROR, PARAMETER, SEMICOLON, lex, lexer_error
 from rewriter.parse import MAX_SQL_LENGTH
 
 PROTOCOL_VIOLATION = "08P01"
@@ -207,9 +207,10 @@ class Scan:
 def scan(sql: str) -> Scan:
     """The placeholders and the statements (their places) of ``sql``, read by
     proxy.sql_lexer as PostgreSQL's lexer reads it (standard_conforming_strings on, which
-    dpproxy's sessions keep). Raise QueryError (42601) where PostgreSQL's lexer fails: an
-    unterminated quote or comment, or trailing junk after a number or a placeholder
-    (``$1abc``, PostgreSQL 15 on)."""
+    dpproxy's sessions keep). Raise QueryError where PostgreSQL's lexer fails, with its
+    SQLSTATE and message: an unterminated quote or comment, trailing junk after a number
+    or a placeholder (``$1abc``, PostgreSQL 15 on), an escape it refuses (``E'\\uD800'``,
+    ``U&'\\0000'``; 42601, 22025 or 22021), so that nothing of the text runs."""
     placeholders: list[Placeholder] = []
     spans: list[tuple[int, int]] = []
     start = 0  # after the last ";"
@@ -224,7 +225,7 @@ def scan(sql: str) -> Scan:
             start = end
             continue
         if kind == ERROR:
-            raise QueryError(SYNTAX_ERROR, message)
+            raise lexer_error(message)
         in_statement = True
         if kind == PARAMETER:
             digits = sql[lexeme_start + 1 : end]

@@ -22,12 +22,29 @@ Everything else is code: names, key words, operators, punctuation. :func:`lex` g
 in runs (CODE lexemes), which :data:`CODE_TOKEN` splits into tokens. It never raises:
 where PostgreSQL's lexer fails, an ERROR lexeme holds PostgreSQL's message, and one for a
 quote or comment left open runs to the end of the text.
+
+The escapes PostgreSQL refuses the whole text for are errors too (proxy.sql_escapes reads
+them): in an E'...' constant (with its continuations), and in a U&'...' or U&"..." with
+the UESCAPE clause after it (which PostgreSQL's parser reads, after the token that follows
+it: an error there comes first). The ERROR lexeme takes the place of the constant (of its
+first part), and its message is an ErrorMessage where PostgreSQL gives another SQLSTATE
+than 42601 or a hint: :func:`lexer_error` makes the QueryError.
 """
 
 from __future__ import annotations
 
 import re
 from typing import NamedTuple
+
+from proxy.seam import QueryError
+from proxy.sql_escapes import (
+    SYNTAX_ERROR,
+    ErrorMessage,
+    at_or_near,
+    read_escape_string,
+    unicode_escapes_error,
+    valid_uescape,
+)
 
 #: White space as PostgreSQL 15's lexer knows it (not Unicode's: U+00A0 may be in a name).
 SQL_SPACE = " \t\n\r\f"
@@ -58,6 +75,14 @@ class Lexeme(NamedTuple):
     start: int
     end: int
     message: str = ""
+
+
+def lexer_error(message: str) -> QueryError:
+    """The error PostgreSQL gives for text its lexer refuses: an ERROR lexeme's
+    ``message`` (an ErrorMessage tells the SQLSTATE and hint, else it is a 42601)."""
+    if isinstance(message, ErrorMessage):
+        return QueryError(message.sqlstate, str(message), hint=message.hint)
+    return QueryError(SYNTAX_ERROR, message)
 
 
 _IDENT_START = "A-Za-z_\x80-\U0010ffff"
@@ -156,12 +181,19 @@ def lex(sql: str, *, code: bool = True, standard_conforming_strings: bool = True
         if code and waiting < start:
             _code(sql, waiting, start, lexemes)
         append(read)
-        if kind in STRING_KINDS and _CONTINUATION.match(sql, end) is not None:
-            end = _continued(sql, kind, start, end, lexemes)
+        if kind in STRING_KINDS and (
+            kind == ESCAPE_STRING or _CONTINUATION.match(sql, end) is not None
+        ):
+            end = _string_constant(sql, kind, start, end, lexemes)
         waiting = boundary = position = end
     if code and waiting < length:
         _code(sql, waiting, length, lexemes)
-    return lexemes
+    if "&" not in sql or not any(lexeme.kind in _UNICODE_KINDS for lexeme in lexemes):
+        return lexemes  # (no U&'...' or U&"...", whose escapes are read now)
+    if not code:  # what follows each U&'...' (UESCAPE ...) is code
+        every = lex(sql, standard_conforming_strings=standard_conforming_strings)
+        return [lexeme for lexeme in every if lexeme.kind not in (CODE, SEMICOLON)]
+    return _check_unicode(sql, lexemes)
 
 
 def _code(sql: str, start: int, end: int, lexemes: list[Lexeme]) -> None:
@@ -204,6 +236,10 @@ def _quoted(sql: str, at: int, boundary: int, standard: bool) -> Lexeme:
             what = _UNTERMINATED_BITS[sql[start] in "xX"]
         else:
             what = "unterminated quoted string"
+        if kind == ESCAPE_STRING:  # PostgreSQL reads its escapes up to the end first
+            _, problem = read_escape_string([sql[at + 1 :]], terminated=False)
+            if problem is not None:
+                return _new(Lexeme, (ERROR, start, len(sql), problem))
         near = start + 1 if sql[start] in "nN" else start  # as PostgreSQL says
         return _error(what, sql, start, len(sql), near=near)
     end = body.end()
@@ -287,6 +323,186 @@ def _continued(sql: str, kind: str, start: int, position: int, lexemes: list[Lex
         position = body.end()
         lexemes.append(Lexeme(CONTINUATION, quote, position))
     return position
+
+
+_UNICODE_KINDS = frozenset({UNICODE_STRING, UNICODE_IDENTIFIER})
+
+
+def _string_constant(sql: str, kind: str, start: int, end: int, lexemes: list[Lexeme]) -> int:
+    """Where the string constant of ``kind`` at ``start`` (an E'...', or one that goes on),
+    whose first part (the last of ``lexemes``) ends at ``end``, ends: append its
+    continuations; if it is an E'...' whose escapes PostgreSQL refuses, put an ERROR
+    lexeme in place of its first part."""
+    first = len(lexemes) - 1
+    if _CONTINUATION.match(sql, end) is not None:
+        end = _continued(sql, kind, start, end, lexemes)
+    if (
+        kind == ESCAPE_STRING
+        and _READ_ESCAPES.search(sql, start, end) is not None
+        and (
+            len(lexemes) > first + 1  # (it goes on: its parts are read as a whole)
+            or _GOOD_ESCAPES.fullmatch(sql, _opening_quote(sql, start) + 1, end - 1) is None
+        )
+    ):
+        _check_escapes(sql, lexemes, first)
+    return end
+
+
+#: Where an E'...' may hold an escape PostgreSQL may refuse (octal, hex, \u, \U; what
+#: looks like one may be none, as in \\u). The other escapes (\n, \', ...) always make
+#: good characters.
+_READ_ESCAPES = re.compile(r"\\[0-7xuU]")
+#: What is between the quotes of an E'...' that PostgreSQL takes, if it matches (else
+#: proxy.sql_escapes reads it): no octal or hex escape (bytes, which must make UTF-8), a
+#: \u or \U only for a code point from 1 to U+10FFFF that is no surrogate.
+_GOOD_ESCAPES = re.compile(
+    r"(?:[^\\]++|\\[^0-7xuU]|\\x(?![0-9A-Fa-f])|\\u(?!0000|[Dd][89A-Fa-f])[0-9A-Fa-f]{4}"
+    r"|\\U(?:0000(?!0000|[Dd][89A-Fa-f])|000[1-9A-Fa-f]|0010)[0-9A-Fa-f]{4})*+",
+    re.DOTALL,
+)
+
+
+def _check_escapes(sql: str, lexemes: list[Lexeme], first: int) -> None:
+    """Put an ERROR lexeme in place of the E'...' constant at ``lexemes[first]`` (its
+    continuations, comments and an unterminated last part follow it) if PostgreSQL refuses
+    its escapes or the bytes they make."""
+    constant = lexemes[first]
+    quote = _opening_quote(sql, constant.start)
+    insides = [sql[quote + 1 : constant.end - 1]]
+    terminated = True
+    for lexeme in lexemes[first + 1 :]:
+        if lexeme.kind == CONTINUATION:
+            insides.append(sql[lexeme.start + 1 : lexeme.end - 1])
+        elif lexeme.kind == ERROR:  # a last part left open: from its quote to the end
+            insides.append(sql[lexeme.start + 1 : lexeme.end])
+            terminated = False
+    _, problem = read_escape_string(insides, terminated=terminated)
+    if problem is not None:
+        lexemes[first] = Lexeme(ERROR, constant.start, constant.end, problem)
+
+
+def _opening_quote(sql: str, start: int) -> int:
+    """Where the quote of the string constant or quoted identifier at ``start`` is: after
+    its prefix (E, N, B, X or U&), if any."""
+    if sql[start] in "'\"":
+        return start
+    return start + 2 if sql[start + 1] == "&" else start + 1
+
+
+def _check_unicode(sql: str, lexemes: list[Lexeme]) -> list[Lexeme]:
+    """Put an ERROR lexeme in place of each U&'...' and U&"..." that PostgreSQL's parser
+    refuses (its escapes, or the UESCAPE clause after it); unless PostgreSQL's lexer fails
+    first, on the token after it (which the parser reads before it reads the escapes) or
+    on the constant after UESCAPE."""
+    for index, lexeme in enumerate(lexemes):
+        if lexeme.kind not in (UNICODE_STRING, UNICODE_IDENTIFIER):
+            continue
+        insides, _, following = _constant(sql, lexemes, index)
+        if lexeme.kind == UNICODE_STRING:
+            text = "".join(inside.replace("''", "'") for inside in insides)
+        else:
+            text = insides[0].replace('""', '"')
+        clause = _uescape(sql, lexemes, following)
+        if clause is None:
+            continue
+        escape, problem = clause
+        if problem is None:
+            problem = unicode_escapes_error(sql, lexeme.start, text, escape)
+        if problem is not None:
+            lexemes[index] = Lexeme(ERROR, lexeme.start, lexeme.end, problem)
+    return lexemes
+
+
+def _constant(sql: str, lexemes: list[Lexeme], index: int) -> tuple[list[str], int, int]:
+    """What is between the quotes of the constant (or quoted identifier) at
+    ``lexemes[index]`` and of each of its continuations, where its last one ends, and the
+    index of the lexeme after them (and after comments)."""
+    lexeme = lexemes[index]
+    insides = [sql[_opening_quote(sql, lexeme.start) + 1 : lexeme.end - 1]]
+    end = lexeme.end
+    index += 1
+    while index < len(lexemes) and lexemes[index].kind in (CONTINUATION, COMMENT):
+        if lexemes[index].kind == CONTINUATION:
+            insides.append(sql[lexemes[index].start + 1 : lexemes[index].end - 1])
+            end = lexemes[index].end
+        index += 1
+    return insides, end, index
+
+
+_UESCAPE_NEEDS = "UESCAPE must be followed by a simple string literal"
+
+
+def _uescape(sql: str, lexemes: list[Lexeme], index: int) -> tuple[str, ErrorMessage | None] | None:
+    """The escape character of the U&'...' or U&"..." followed by ``lexemes[index]``: the
+    one its UESCAPE clause gives, else \\; or PostgreSQL's error for that clause; None if
+    PostgreSQL's lexer fails on what it reads of it (the token after, the constant after
+    UESCAPE): that error is in the lexemes, and comes first."""
+    if index == len(lexemes):
+        return "\\", None
+    lexeme = lexemes[index]
+    if lexeme.kind == ERROR:
+        return None
+    word = _PG_TOKEN.match(sql, lexeme.start, lexeme.end) if lexeme.kind == CODE else None
+    if word is None or not (word.group().isascii() and word.group().lower() == "uescape"):
+        return "\\", None
+    after = word.end()
+    while after < lexeme.end and sql[after] in SQL_SPACE:
+        after += 1
+    if after < lexeme.end:  # more code after UESCAPE
+        return "", at_or_near(_UESCAPE_NEEDS, _token_text(sql, after, lexeme.end))
+    index += 1
+    while index < len(lexemes) and lexemes[index].kind == COMMENT:
+        index += 1
+    if index == len(lexemes):
+        return "", at_or_near(_UESCAPE_NEEDS, "")
+    kind, start, end, _ = lexemes[index]
+    insides: list[str] = []
+    if kind in STRING_KINDS:
+        insides, end, _ = _constant(sql, lexemes, index)
+        if _CONTINUATION.match(sql, end) is not None:
+            return None  # it goes on in a part left open: the lexer's error
+    if kind == ERROR:
+        return None
+    if kind in (STRING, ESCAPE_STRING) and sql[start] not in "nN":  # (N'...' is NCHAR '...')
+        if kind == STRING:
+            value = "".join(inside.replace("''", "'") for inside in insides)
+        else:
+            value, _ = read_escape_string(insides)
+    elif kind == DOLLAR_STRING:
+        tag = sql.index("$", start + 1) + 1 - start
+        value = sql[start + tag : end - tag]
+    elif kind == CODE:
+        return "", at_or_near(_UESCAPE_NEEDS, _token_text(sql, start, end))
+    else:
+        return "", at_or_near(_UESCAPE_NEEDS, sql[start] if sql[start] in "nN" else sql[start:end])
+    if valid_uescape(value):
+        return value, None
+    return "", at_or_near("invalid Unicode escape character", sql[start:end])
+
+
+#: A token of PostgreSQL's at the start of code: a name, a number, an operator (trimmed
+#: by _token_text), or another character.
+_PG_TOKEN = re.compile(
+    f"[{_IDENT_START}][{_IDENT_CONT}]*+|{_NUMBER}|::|:=|\\.\\.|[-~!@#^&|`?+*/%<>=]++|.", re.DOTALL
+)
+
+
+def _token_text(sql: str, start: int, end: int) -> str:
+    """The token PostgreSQL reads at ``sql[start]``, in code that ends at ``end``: an
+    operator ending in + or - loses them unless it holds one of ~!@#^&|`?%."""
+    found = _PG_TOKEN.match(sql, start, end)
+    text = sql[start] if found is None else found.group()
+    if (
+        len(text) > 1
+        and text[-1] in "+-"
+        and text[0] in _OPERATOR_CHARS
+        and not any(char in "~!@#^&|`?%" for char in text[:-1])
+    ):
+        text = text.rstrip("+-") or text[0]
+    return text
+
+
+_OPERATOR_CHARS = frozenset("-~!@#^&|`?+*/%<>=")
 
 
 def _error(

@@ -15,7 +15,19 @@ import re
 from dataclasses import dataclass
 from enum import Enum
 
-from proxy.sql_lexer import COMMENT, SQL_SPACE, lex
+from proxy.sql_lexer import (
+    CODE,
+    COMMENT,
+    CONTINUATION,
+    ERROR,
+    ESCAPE_STRING,
+    QUOTED_IDENTIFIER,
+    SEMICOLON,
+    SQL_SPACE,
+    STRING,
+    lex,
+    lexer_error,
+)
 from rewriter.parse import MAX_SQL_LENGTH
 
 
@@ -58,14 +70,21 @@ class SeveralStatements(StatementSyntaxError):
         super().__init__("expected one statement, got several")
 
 
+#: A token in the code between proxy.sql_lexer's lexemes, and the white space after it: a
+#: name (a.b is one; a letter, _ or any character above U+007F, then digits and $ too, as
+#: PostgreSQL reads names), a number (its sign with it), = or ,.
 _TOKEN = re.compile(
-    # An escape string E'…' (backslash escapes) is one token, read by set_statement.
-    r"\s*(?:(?P<escaped>[Ee]'(?:[^'\\]|\\.|'')*')"
-    r"|(?P<quoted>'(?:[^']|'')*')|(?P<ident>\"(?:[^\"]|\"\")*\")"
-    r"|(?P<word>[A-Za-z_][A-Za-z0-9_$.]*)|(?P<number>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
+    r"(?:(?P<word>[A-Za-z_\x80-\U0010ffff][A-Za-z0-9_$.\x80-\U0010ffff]*+)"
+    r"|(?P<number>[-+]?+(?:[0-9]++\.?+[0-9]*+|\.[0-9]++)(?:[eE][-+]?+[0-9]++)?+)"
     r"|(?P<symbol>[=,]))"
+    f"[{SQL_SPACE}]*+"
 )
+#: The lexemes that are tokens as they are: a string constant ('...', E'...' read by
+#: set_statement; each part of one continued on the next line apart) or quoted identifier.
+_QUOTED = frozenset({STRING, ESCAPE_STRING, CONTINUATION, QUOTED_IDENTIFIER})
 _FIRST_WORD = re.compile(r"[A-Za-z_\x80-\U0010ffff][A-Za-z0-9_$\x80-\U0010ffff]*")
+#: White space between words, as PostgreSQL 15's lexer knows it (not \v, nor Unicode's).
+_GAP = f"[{SQL_SPACE}]+"
 _BEGIN = {"begin", "start"}
 _COMMIT = {"commit", "end"}
 _ROLLBACK = {"rollback", "abort"}
@@ -124,7 +143,8 @@ def _recognize(sql: str) -> SessionStatement | None:
         return SessionStatement(Kind.COMMIT)
     if first in _ROLLBACK:
         to = re.match(
-            r"(?is)rollback\s+(?:work\s+|transaction\s+)?to\s+(?:savepoint\s+)?(.*)", text
+            rf"(?is)rollback{_GAP}(?:work{_GAP}|transaction{_GAP})?to{_GAP}(?:savepoint{_GAP})?(.*)",
+            text,
         )
         if to:
             if to.group(1).strip().lower() == "savepoint":
@@ -134,7 +154,7 @@ def _recognize(sql: str) -> SessionStatement | None:
     if first == "savepoint":
         return SessionStatement(Kind.SAVEPOINT, _single_name(text[len(first) :], "SAVEPOINT"))
     if first == "release":
-        rest = re.sub(r"(?is)^\s*savepoint\b", "", text[len(first) :])
+        rest = re.sub(rf"(?is)^[{SQL_SPACE}]*savepoint\b", "", text[len(first) :])
         return SessionStatement(Kind.RELEASE, _single_name(rest, "RELEASE SAVEPOINT"))
     if first == "discard":
         return _parse_discard(text)
@@ -157,19 +177,29 @@ _recognize_cached = functools.lru_cache(maxsize=_CACHE_SIZE)(_recognize)
 
 
 def _tokens(text: str) -> list[str]:
+    """The tokens of ``text`` as proxy.sql_lexer reads it, with PostgreSQL's white space
+    (not Python's: \\v or U+00A0 is none): its string constants and quoted identifiers as
+    written, and :data:`_TOKEN`'s in the code between. Raise StatementSyntaxError for
+    anything else (SeveralStatements for a ;), and PostgreSQL's error (QueryError) where
+    its lexer fails."""
     tokens: list[str] = []
-    position = 0
-    while position < len(text):
-        match = _TOKEN.match(text, position)
-        if match is None or match.end() == position:
-            rest = text[position:].strip()
-            if not rest:
-                break
-            if rest.startswith(";"):
-                raise SeveralStatements
-            raise StatementSyntaxError(f"cannot read {rest[:20]!r}")
-        tokens.append(match.group(match.lastgroup or "word"))
-        position = match.end()
+    for kind, start, end, message in lex(text):
+        if kind == CODE:
+            position = start
+            while position < end:
+                match = _TOKEN.match(text, position, end)
+                if match is None:
+                    raise StatementSyntaxError(f"cannot read {text[position:][:20]!r}")
+                tokens.append(match.group(match.lastgroup or "word"))
+                position = match.end()
+        elif kind in _QUOTED and text[start] not in "nN":  # (N'...' is NCHAR '...')
+            tokens.append(text[start:end])
+        elif kind == SEMICOLON:
+            raise SeveralStatements
+        elif kind == ERROR:
+            raise lexer_error(message)
+        elif kind != COMMENT:
+            raise StatementSyntaxError(f"cannot read {text[start:][:20]!r}")
     return tokens
 
 
@@ -235,7 +265,7 @@ def _parse_show(text: str) -> SessionStatement:
 
 
 def _single_name(rest: str, statement: str) -> str:
-    tokens = _tokens(rest.strip())
+    tokens = _tokens(rest)
     if len(tokens) != 1 or tokens[0][0] in "'=,":
         raise StatementSyntaxError(f"expected {statement} <name>")
     return _name(tokens[0])

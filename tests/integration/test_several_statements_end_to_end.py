@@ -158,6 +158,12 @@ QUERIES_AS_IN_POSTGRESQL = [
     "SELECT 1; /* open",
     'SELECT 1; SELECT "x',
     "SELECT 1; SELECT $$x",
+    # ... or escapes PostgreSQL's lexer (or parser, for U&) refuses: refused whole too.
+    "SET application_name = 'q'; SELECT E'\\uD800x'",
+    "SELECT 1; SELECT E'\\xff'",
+    "SELECT 1; SELECT E'\\u12'",
+    "SELECT 1; SELECT U&'\\0000'",
+    "SELECT 1; SELECT U&'x' UESCAPE '+'",
 ]
 
 
@@ -295,6 +301,19 @@ def test_text_that_cannot_be_split_runs_nothing(server: RunningServer) -> None:
         assert refused.value.diag.message_primary == ('unterminated quoted string at or near "\'f"')
         assert refused.value.diag.message_hint == (
             "dpproxy could not tell where the statements of this query end, so it ran none"
+        )
+        assert conn.execute("SHOW dpproxy.epsilon").fetchone() == ("1",)
+    assert len(audit(server)) == before and spent(server) == spent_before
+
+
+def test_an_escape_postgresql_refuses_runs_nothing(server: RunningServer) -> None:
+    """PostgreSQL's lexer refuses the text: dpproxy ran and charged the first statement."""
+    before, spent_before = len(audit(server)), spent(server)
+    with psycopg.connect(server.dsn("alice"), autocommit=True) as conn:
+        with pytest.raises(psycopg.errors.SyntaxError) as refused:
+            conn.execute(f"SET dpproxy.epsilon = 0.5; {FAST}; SELECT E'\\uD800x'")
+        assert refused.value.diag.message_primary == (
+            'invalid Unicode surrogate pair at or near "x"'
         )
         assert conn.execute("SHOW dpproxy.epsilon").fetchone() == ("1",)
     assert len(audit(server)) == before and spent(server) == spent_before

@@ -141,6 +141,29 @@ def escape_body(draw: st.DrawFn) -> tuple[str, str]:
 
 
 @st.composite
+def unicode_body(draw: st.DrawFn) -> tuple[str, str]:
+    """The inside of a U&'...' constant, and its value: its escapes are valid ones."""
+    pieces = draw(
+        st.lists(
+            st.one_of(
+                inside.map(lambda t: (t.replace("\\", "\\\\").replace("'", "''"), t)),
+                st.sampled_from(
+                    [
+                        ("\\0041", "A"),
+                        ("\\00e9", "é"),
+                        ("\\+01F600", "😀"),
+                        ("\\D83D\\DE00", "😀"),
+                        ("\\\\", "\\"),
+                    ]
+                ),
+            ),
+            max_size=3,
+        )
+    )
+    return "".join(p[0] for p in pieces), "".join(p[1] for p in pieces)
+
+
+@st.composite
 def string_constant(draw: st.DrawFn) -> Piece:
     """A string constant, maybe going on after white space with a newline."""
     kind = draw(st.sampled_from([STRING, STRING, ESCAPE_STRING, UNICODE_STRING, BIT_STRING]))
@@ -148,6 +171,8 @@ def string_constant(draw: st.DrawFn) -> Piece:
     for _ in range(draw(st.integers(1, 3))):
         if kind == ESCAPE_STRING:
             segments.append(draw(escape_body()))
+        elif kind == UNICODE_STRING:
+            segments.append(draw(unicode_body()))
         elif kind == BIT_STRING:
             bits = draw(st.text(st.sampled_from("01"), max_size=6))
             segments.append((bits, bits))
@@ -201,8 +226,8 @@ def item(draw: st.DrawFn) -> Piece:
         return Piece(text, ((DOLLAR_STRING, text),), value=body)
     if choice == 7:
         identifier = draw(inside.filter(bool))
-        if draw(st.booleans()):
-            text = "U&" + quoted(identifier, '"')
+        if draw(st.booleans()):  # (\ is the escape character there: \\ is one \)
+            text = "U&" + quoted(identifier.replace("\\", "\\\\"), '"')
             return Piece(text, ((UNICODE_IDENTIFIER, text),))
         text = quoted(identifier, '"')
         return Piece(text, ((QUOTED_IDENTIFIER, text),), (Token("ident", identifier),))
@@ -416,8 +441,6 @@ def test_postgresql_reads_the_same_token(
     the one the lexer finds there."""
     if token.lexemes[0][0] == SEMICOLON or token.text in (",", "<>", "::"):
         return  # (PostgreSQL ends the statement, or goes on, or reads one operator)
-    if token.lexemes[0][0] in (UNICODE_STRING, UNICODE_IDENTIFIER) and "\\" in token.text:
-        return  # (a U&'\\' escape is read before the syntax: it may be an error)
     prefix = "SELECT 1 AS x " + gap.text
     if token.text.startswith("-") and gap.text.endswith("-"):
         prefix += " "
@@ -443,14 +466,9 @@ def answer(constant: Piece) -> str | None:
     return constant.value
 
 
-@st.composite
-def constant_for_postgresql(draw: st.DrawFn) -> Piece:
-    """A string constant PostgreSQL can give back: no NUL, valid Unicode."""
-    return draw(
-        string_constant().filter(
-            lambda p: p.lexemes[0][0] != UNICODE_STRING or ("\\" not in p.text)
-        )
-    )
+def constant_for_postgresql() -> st.SearchStrategy[Piece]:
+    """A string constant PostgreSQL can give back (its escapes are all valid)."""
+    return string_constant()
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -274,3 +274,14 @@ def test_startup_transaction_parameters_are_checked_and_change_nothing() -> None
         with pytest.raises(QueryError) as caught:
             session().apply_startup_parameters({"options": options})
         assert caught.value.sqlstate == "25001"
+
+
+@pytest.mark.parametrize("sql", ["ROLLBACK\vTO a", "RELEASE\vSAVEPOINT a", "ROLLBACK\vTO\va"])
+def test_vertical_tab_is_not_white_space_between_the_words(sql: str) -> None:
+    """As PostgreSQL 15's lexer (\\v is white space from 16 on): a syntax error, and the
+    block fails; the savepoint stays. Before, ROLLBACK\\vTO a rolled back to it."""
+    s = session()
+    run(s, "BEGIN", "SAVEPOINT a")
+    caught = error(s, sql)
+    assert caught.sqlstate == "42601", caught
+    assert status(s) is TransactionStatus.FAILED
