@@ -123,6 +123,11 @@ def _plain(node: exp.Expr) -> bool:
     array of literals."""
     if isinstance(node, exp.Paren):
         return _plain(node.this)
+    if isinstance(node, exp.If) and isinstance(node.parent, exp.Case) and node.parent.this:
+        # WHEN 'A' THEN TRUE of a simple CASE (a value compared with its operand, not a
+        # condition of its own): of literals, nothing to fail.
+        parts = (node.this, node.args.get("true"))
+        return all(isinstance(p, _LEAVES) or _plain(p) for p in parts if p is not None)
     if isinstance(node, exp.Neg):
         return _plain(node.this) if isinstance(node.this, exp.Cast) else _number(node.this)
     if isinstance(node, exp.Array):  # a list of texts (a domain's): nothing to fail

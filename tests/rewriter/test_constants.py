@@ -116,6 +116,21 @@ def test_arrays_of_texts_are_not_evaluated(array: str, recorded: bool) -> None:
     assert bool(constants(tree, "duckdb")) is recorded
 
 
+@pytest.mark.parametrize(
+    ("case", "recorded"),
+    [
+        ("CASE y WHEN 'A' THEN TRUE WHEN 'B' THEN TRUE ELSE FALSE END", False),
+        ("CASE y WHEN 'A' || 'B' THEN TRUE ELSE FALSE END", True),
+        ("CASE WHEN y = 'A' THEN CAST('x' AS INT) END", True),
+    ],
+)
+def test_a_short_domains_case_of_texts_is_not_evaluated(case: str, recorded: bool) -> None:
+    """A GROUP BY text column's short domain is written CASE y WHEN 'A' THEN TRUE …: its
+    WHENs are literals, nothing to evaluate before the query (it had four constants)."""
+    tree = sqlglot.parse_one(f"SELECT x FROM t WHERE {case}", read="duckdb")
+    assert bool(constants(tree, "duckdb")) is recorded
+
+
 DAYS_OF_A_DATE = [
     "SELECT COUNT(CASE WHEN DATE '2020-02-29' + 1 = DATE '2020-03-01' THEN 1 END) FROM visits",
     "SELECT COUNT(CASE WHEN 1 + DATE '2020-02-29' = DATE '2020-03-01' THEN 1 END) FROM visits",
