@@ -133,6 +133,7 @@ class EngineProcess:
         self._lost: str | None = None
         self._killed_for: str | None = None
         self._killed_because = ""
+        self._killed_at = 0.0  # time.monotonic() of the kill
         self._reader = threading.Thread(
             target=self._read, name="dpproxy-catalog-engine", daemon=True
         )
@@ -199,7 +200,7 @@ class EngineProcess:
                 # cancelled and had not stopped: then it is not sent again.
                 if pending.cancel_requested:
                     raise CatalogQueryCanceled("canceled on request")
-                if time.monotonic() - pending.sent >= TIMEOUT_SECONDS:
+                if self._killed_at - pending.sent >= TIMEOUT_SECONDS:  # when it was killed
                     raise CatalogQueryTimedOut(f"stopped after {TIMEOUT_SECONDS:g} s")
                 raise EngineLostForAnother(lost)
             raise CatalogEngineLost(lost)
@@ -235,6 +236,7 @@ class EngineProcess:
             if self._killed_for is None:
                 self._killed_for = culprit
                 self._killed_because = reason
+                self._killed_at = time.monotonic()
         logger.warning("catalog engine killed: %s", reason)
         self._process.kill()
 

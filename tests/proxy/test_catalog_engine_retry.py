@@ -91,17 +91,18 @@ def test_a_query_that_had_run_past_its_time_is_not_sent_again(
     """Killed for another query, a query that had itself run past the timeout (it did not
     stop either) fails as timed out; one that had not is sent again. Before, both were
     sent again: a reviewer's two staggered levenshtein() calls killed two engines, and
-    the second waited 13 s. The timeout is 1 s here (5 s in the server)."""
-    monkeypatch.setattr(engine_client, "TIMEOUT_SECONDS", 1.0)
+    the second waited 13 s. The timeout is 2 s here (5 s in the server): the engine is
+    killed 2 + 2 s after the first query was sent."""
+    monkeypatch.setattr(engine_client, "TIMEOUT_SECONDS", 2.0)
     database = CatalogDatabase(_catalog())
     try:
         engine = database.engine_pid
         os.kill(engine, signal.SIGSTOP)  # nothing stops on it, as under levenshtein()
-        first = Running(database, "SELECT 1 AS c", QueryStop())  # killed for at 1 + 2 s
+        first = Running(database, "SELECT 1 AS c", QueryStop())  # killed for at 4 s
         time.sleep(0.5)
-        stuck = Running(database, "SELECT 2 AS c", QueryStop())  # 2.5 s old by then
-        time.sleep(2.0)
-        fresh = Running(database, "SELECT 3 AS c", QueryStop())  # 0.5 s old by then
+        stuck = Running(database, "SELECT 2 AS c", QueryStop())  # 3.5 s old by then
+        time.sleep(2.5)
+        fresh = Running(database, "SELECT 3 AS c", QueryStop())  # 1 s old by then
         for query in (first, stuck, fresh):
             query.join()
         assert isinstance(first.error, CatalogQueryTimedOut), first.error
