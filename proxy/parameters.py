@@ -33,6 +33,7 @@ from proxy.protocol import values
 from proxy.protocol.values import Value, ValueFormatError, decode_parameter
 from proxy.seam import QueryError
 from proxy.sql_lexer import COMMENT, ERROR, PARAMETER, SEMICOLON, lex, lexer_error
+from proxy.statements import StatementSyntaxError, recognize
 from rewriter.parse import MAX_SQL_LENGTH
 
 PROTOCOL_VIOLATION = "08P01"
@@ -91,6 +92,7 @@ def prepare(sql: str, declared: Sequence[int]) -> ParsedStatement:
         raise QueryError(SYNTAX_ERROR, "cannot insert multiple commands into a prepared statement")
     if not scanned.placeholders:
         return ParsedStatement(sql, None, tuple(declared))
+    _refuse_in_session_statement(sql, scanned.placeholders[0])
     numbers = sorted(p.number for p in scanned.placeholders)
     count = max(numbers[-1], len(declared))
     if count > MAX_PARAMETERS:
@@ -120,6 +122,23 @@ def prepare(sql: str, declared: Sequence[int]) -> ParsedStatement:
         if types[index - 1] == 0:
             types[index - 1] = _infer(node)
     return ParsedStatement(sql, tree, tuple(types))
+
+
+def _refuse_in_session_statement(sql: str, first: Placeholder) -> None:
+    """PostgreSQL takes parameters in queries only: ``SET dpproxy.epsilon = $1``, ``SHOW
+    $1``, ``BEGIN ISOLATION LEVEL $1`` are syntax errors at the placeholder (dpproxy bound
+    the value and ran the SET)."""
+    try:
+        session_statement = recognize(sql) is not None
+    except StatementSyntaxError:
+        session_statement = True  # a session statement's word, then what it cannot read
+    if session_statement:
+        raise QueryError(
+            SYNTAX_ERROR,
+            f'syntax error at or near "{sql[first.start : first.end]}"',
+            hint="SET, SHOW, BEGIN and the other session statements take no parameters: "
+            "write the value in the statement's text",
+        )
 
 
 def check_length(sql: str) -> None:

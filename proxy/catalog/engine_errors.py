@@ -29,6 +29,7 @@ class PostgresError:
     sqlstate: str
     message: str
     detail: str | None = None
+    hint: str | None = None  # what to write instead (dpproxy's refusals)
 
 
 def _out_of_range(type_name: str) -> PostgresError:
@@ -61,7 +62,8 @@ def postgres_error(text: str) -> PostgresError | None:
     """PostgreSQL's error for DuckDB's message ``text`` (its first line), if it has one."""
     marked = unmarked(text)
     if marked is not None:
-        return PostgresError(*marked)
+        sqlstate, message, hint = marked
+        return PostgresError(sqlstate, message, hint=hint)
     if "Division by zero in expression" in text:
         return PostgresError(DIVISION_BY_ZERO, "division by zero")
     found = re.search(r"Overflow in \w+ of (INT16|INT32|INT64)\b", text)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 _MARKED = re.compile(
-    r"\[pg (?P<state>[0-9A-Z]{5})\] (?P<message>.*?)(?: \[detail\] (?P<detail>.*?))? \[/pg\]"
+    r"\[pg (?P<state>[0-9A-Z]{5})\] (?P<message>.*?)(?: \[hint\] (?P<hint>.*?))? \[/pg\]"
 )
 
 
@@ -26,15 +26,15 @@ class RaisedError(Exception):
         return (RaisedError, (self.sqlstate, self.message))
 
 
-def marked(sqlstate: str, message: str, detail: str | None = None) -> str:
+def marked(sqlstate: str, message: str, hint: str | None = None) -> str:
     """The text of an error raised inside DuckDB, which ``unmarked`` reads back (with a
-    detail: what to write instead, for a refusal)."""
-    if detail is None:
+    hint: what to write instead, for a refusal)."""
+    if hint is None:
         return f"[pg {sqlstate}] {message} [/pg]"
-    return f"[pg {sqlstate}] {message} [detail] {detail} [/pg]"
+    return f"[pg {sqlstate}] {message} [hint] {hint} [/pg]"
 
 
 def unmarked(text: str) -> tuple[str, str, str | None] | None:
-    """(SQLSTATE, message, detail) of the first marked error in DuckDB's message ``text``."""
+    """(SQLSTATE, message, hint) of the first marked error in DuckDB's message ``text``."""
     found = _MARKED.search(text)
-    return None if found is None else (found["state"], found["message"], found["detail"])
+    return None if found is None else (found["state"], found["message"], found["hint"])

@@ -174,7 +174,10 @@ class CatalogResponder:
             postgres = postgres_error(str(error))
             if postgres is not None:  # division by zero, integer out of range...
                 raise QueryError(
-                    postgres.sqlstate, postgres.message, detail=postgres.detail
+                    postgres.sqlstate,
+                    postgres.message,
+                    detail=postgres.detail,
+                    hint=postgres.hint,
                 ) from None
             logger.info("catalog query not answered: %s | %s", error, sql)
             raise QueryError(

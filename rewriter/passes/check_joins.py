@@ -1,8 +1,9 @@
 """Pass 2b: check the joins and find how each joined row reaches its person.
 
-Public lookup tables can be joined on any condition: whatever the join multiplies, each
-person's partials are clamped after the join. Protected tables can be joined only so that
-every joined row still belongs to one person: on their privacy units
+Public lookup tables are joined on an equality between one of their columns and a column
+of another table (``d.name = v.department``, possibly with more conditions): whatever the
+join multiplies, each person's partials are clamped after the join. Protected tables can
+be joined only so that every joined row still belongs to one person: on their privacy units
 (``visits.patient_id = patients.patient_id``), or along a declared foreign-key path
 (``lineitem.l_orderkey = orders.o_orderkey`` when lineitem's privacy_unit is
 ``l_orderkey -> orders.o_orderkey``), or on the first hop of two such paths that start
@@ -13,6 +14,15 @@ tables by the rewriter.
 Rows per person: the product of the joined protected tables' ``max_rows_per_unit``, except
 that a table joined as the foreign-key parent of another does not multiply its child's rows
 (the referenced column is a key).
+
+How long a query runs is not protected by the noise (docs/privacy.md), so joins must not
+multiply one person's rows without limit: ``WHERE p.patient_id = 42 AND p.income > x``
+with nine public tables joined ``ON TRUE`` took 3 s when patient 42 met the condition and
+0.2 s when not, and five self-joins of visits on the unit 49 s for a patient with 173
+visits and 0.3 s for one with 2. So a query joins at most ``MAX_PUBLIC_TABLES`` public
+tables, each linked to another table by an equality (no cross product), and at most
+``MAX_MULTIPLYING_TABLES`` protected tables that may hold several rows per person and are
+not a foreign-key parent (each multiplies a person's rows by the rows it holds for them).
 """
 
 from __future__ import annotations
@@ -27,6 +37,11 @@ from rewriter.errors import Rejected
 from rewriter.passes.check_predicate import check_predicate
 from rewriter.passes.check_shape import QueryShape
 from rewriter.scope import Source
+
+#: The most public lookup tables one query (each subquery apart) may join.
+MAX_PUBLIC_TABLES = 3
+#: The most protected tables with several rows per person whose rows a join multiplies.
+MAX_MULTIPLYING_TABLES = 2
 
 
 @dataclass(frozen=True)
@@ -110,10 +125,81 @@ def check_joins(shape: QueryShape) -> JoinBounds:
             hint=f"e.g. JOIN … ON {_link_hint(protected[0], unlinked[0])}",
         )
     excluded = {parent.alias for parent in parents.values()}
+    _check_growth(scope.sources, resolved, excluded, by_alias)
     rows = math.prod(s.table.policy.max_rows_per_unit for s in protected if s.alias not in excluded)
     groups = _max_groups(protected)
     hidden, unit = _unit_of(scope.driver, parents)
     return JoinBounds(resolved, hidden, unit, rows, groups)
+
+
+def _check_growth(
+    sources: Sequence[Source],
+    joins: Sequence[ResolvedJoin],
+    excluded: set[str],
+    by_alias: dict[str, Source],
+) -> None:
+    """Reject joins that could multiply one person's rows (so the query's run time) by more
+    than a few tables' worth (module docstring)."""
+    public = [s for s in sources if s.table.policy.public]
+    if len(public) > MAX_PUBLIC_TABLES:
+        raise Rejected(
+            f"a query may join at most {MAX_PUBLIC_TABLES} public lookup tables "
+            f"(this one joins {len(public)})",
+            hint="join fewer lookup tables, or ask your dpproxy admin for a table that "
+            "combines them",
+        )
+    linked = _linked_sources(joins, by_alias)
+    for source in public:
+        if source.alias not in linked:
+            name, reference = source.table.name, source.reference
+            written = name if reference == name else f"{name} {reference}"
+            raise Rejected(
+                f'public table "{name}" must be joined with an equality between one of its '
+                "columns and a column of another table",
+                hint=f"e.g. JOIN {written} ON {reference}.<key> = <table>.<column>; "
+                "a join without one pairs every row with every row of the lookup table",
+            )
+    multiplying = [
+        s
+        for s in sources
+        if not s.table.policy.public
+        and s.alias not in excluded
+        and s.table.policy.max_rows_per_unit > 1
+    ]
+    if len(multiplying) > MAX_MULTIPLYING_TABLES:
+        names = ", ".join(f'"{s.reference}"' for s in multiplying)
+        raise Rejected(
+            f"a query may join at most {MAX_MULTIPLYING_TABLES} protected tables with several "
+            f"rows per person (this one joins {names})",
+            hint="each such table multiplies a person's rows; aggregate one of them per "
+            "person in a subquery first, or join a table along its foreign key",
+        )
+
+
+def _linked_sources(joins: Sequence[ResolvedJoin], by_alias: dict[str, Source]) -> set[str]:
+    """The aliases of the sources an ON equates a column of to a column of another source:
+    the joined table's own ON (inner or left), and an inner join's ON for the tables before
+    it (a LEFT JOIN's ON keeps every row of the tables before it)."""
+    linked: set[str] = set()
+    for join in joins:
+        for conjunct in conjuncts(join.on):
+            condition = unwrap(conjunct)
+            if not isinstance(condition, exp.EQ):
+                continue
+            sides = [_aliases(condition.this), _aliases(condition.expression)]
+            if not all(sides) or sides[0] & sides[1]:
+                continue  # a constant side, or the same table on both sides
+            for side in sides:
+                if len(side) == 1:
+                    (alias,) = side
+                    if alias in by_alias and (join.kind == "inner" or alias == join.source.alias):
+                        linked.add(alias)
+    return linked
+
+
+def _aliases(expression: exp.Expr) -> set[str]:
+    """The tables (aliases) whose columns ``expression`` reads."""
+    return {c.table for c in expression.find_all(exp.Column)}
 
 
 def _max_groups(protected: Sequence[Source]) -> int:

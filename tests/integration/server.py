@@ -12,7 +12,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +26,8 @@ from proxy.demo_data import DemoSize, generate, load_postgres, write_duckdb
 from proxy.protocol.scram import make_verifier
 
 PSQL = shutil.which("psql") or "/usr/bin/psql"
+#: A psycopg connection whose rows are tuples.
+Connection = psycopg.Connection[tuple[object, ...]]
 PASSWORDS = {"alice": "alice-pw", "bob": "bob-pw"}
 # alice can ask many questions; bob's budget runs out after six queries of ε=0.5.
 BUDGETS = {"alice": (200.0, 1.0, 5.0), "bob": (3.0, 0.5, 1.0)}
@@ -164,6 +166,16 @@ def demo_server(
                 conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
     if "Traceback" in log:
         raise AssertionError(f"dpproxy logged an error:\n{log}")
+
+
+def wait_until(condition: Callable[[], bool], what: str, seconds: float = 60.0) -> None:
+    """Return as soon as ``condition()`` holds; fail after ``seconds`` (a bound for a
+    test that would otherwise hang, not a measurement)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"waited {seconds} s for {what}")
+        time.sleep(0.02)
 
 
 def session_loop(

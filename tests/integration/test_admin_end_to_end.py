@@ -14,7 +14,7 @@ import psycopg
 import pytest
 
 from proxy.demo_data import DemoSize, generate, write_duckdb
-from tests.integration.server import RunningServer, dpproxy, start, write_config
+from tests.integration.server import RunningServer, dpproxy, dpproxy_in_process, start, write_config
 
 pytestmark = pytest.mark.integration
 
@@ -32,7 +32,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
 
 
 def admin(server: RunningServer, *args: str, stdin: str | None = None) -> str:
-    result = dpproxy(*args, "--config", str(server.config), stdin=stdin)
+    """The command's output; in this process, unless it reads standard input (a new
+    analyst's password): that one runs as the real `dpproxy`, as the admin types it."""
+    command = [*args, "--config", str(server.config)]
+    result = dpproxy(*command, stdin=stdin) if stdin is not None else dpproxy_in_process(*command)
     assert result.returncode == 0, result.stderr
     return result.stdout
 

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.integration.server import PASSWORDS, RunningServer, dpproxy
+from tests.integration.server import PASSWORDS, RunningServer, dpproxy_in_process
 
 pytestmark = pytest.mark.integration
 
@@ -143,7 +143,7 @@ def data_row(body: bytes) -> list[bytes | None]:
 
 def audit(server: RunningServer) -> list[str]:
     """alice's audit decisions, oldest first."""
-    done = dpproxy(
+    done = dpproxy_in_process(
         "audit", "list", "--analyst", "alice", "--limit", "100000", "--json",
         "--config", str(server.config),
     )  # fmt: skip

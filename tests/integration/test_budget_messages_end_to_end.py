@@ -15,7 +15,13 @@ import psycopg
 import pytest
 from psycopg.types.string import TextLoader
 
-from tests.integration.server import RunningServer, demo_database, dpproxy, start, write_config
+from tests.integration.server import (
+    RunningServer,
+    demo_database,
+    dpproxy_in_process,
+    start,
+    write_config,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -49,7 +55,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
 
 
 def admin(server: RunningServer, *args: str) -> str:
-    result = dpproxy(*args, "--config", str(server.config))
+    result = dpproxy_in_process(*args, "--config", str(server.config))
     assert result.returncode == 0, result.stderr
     return result.stdout
 
@@ -143,7 +149,9 @@ def test_a_delta_leaving_none_for_gaussian_spending_says_so_and_what_fits(
 
 
 def test_a_grant_beyond_the_largest_budget_says_the_limit(server: RunningServer) -> None:
-    result = dpproxy("budget", "grant", "bob", "999999.9", "--config", str(server.config))
+    result = dpproxy_in_process(
+        "budget", "grant", "bob", "999999.9", "--config", str(server.config)
+    )
     assert result.returncode != 0
     assert "ε=3 + ε=999999.9 would be ε=1000002.9" in result.stderr
     assert "the largest ε dpproxy keeps (1000000" in result.stderr

@@ -13,7 +13,7 @@ import psycopg
 import pytest
 
 from proxy.demo_data import DemoSize, generate, write_duckdb
-from tests.integration.server import RunningServer, dpproxy, start, write_config
+from tests.integration.server import RunningServer, dpproxy_in_process, start, write_config
 
 pytestmark = pytest.mark.integration
 
@@ -65,7 +65,7 @@ def test_sigkill_mid_load_of_cached_answers_loses_no_record(tmp_path: Path) -> N
     assert cached >= 200
     restarted = start(config)
     try:
-        verified = dpproxy("audit", "verify", "--config", str(config))
+        verified = dpproxy_in_process("audit", "verify", "--config", str(config))
         assert verified.returncode == 0, verified.stdout + verified.stderr
     finally:
         log = restarted.stop()

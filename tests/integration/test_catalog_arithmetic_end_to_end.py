@@ -4,19 +4,14 @@ going on after each error."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import psycopg
 import pytest
 from psycopg.pq import ExecStatus
 
-from tests.integration.server import RunningServer, demo_database, demo_server
+from tests.integration.server import Connection, RunningServer
 
 pytestmark = pytest.mark.integration
 
-PATIENTS = 100
-Connection = psycopg.Connection[tuple[object, ...]]
 ZERO = psycopg.errors.DivisionByZero
 RANGE = psycopg.errors.NumericValueOutOfRange
 VALUES = (
@@ -43,27 +38,9 @@ ERRORS = [
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    # Catalog queries never reach the database: one backend is enough.
-    data: Path = tmp_path_factory.mktemp("catalog-arithmetic-data")
-    demo_database(data, PATIENTS)
-    directory = tmp_path_factory.mktemp("catalog-arithmetic")
-    with demo_server(
-        "duckdb", data / "demo.duckdb", directory, pg_dsn=None, patients=PATIENTS
-    ) as running:
-        yield running
-
-
-@pytest.fixture
-def proxy(server: RunningServer) -> Iterator[Connection]:
-    with psycopg.connect(server.dsn("alice"), autocommit=True, connect_timeout=10) as conn:
-        yield conn
-
-
-@pytest.fixture
-def postgres(pg_dsn: str) -> Iterator[Connection]:
-    with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        yield conn
+def server(duckdb_server: RunningServer) -> RunningServer:
+    # Catalog queries never reach the database: one backend is enough, the shared server.
+    return duckdb_server
 
 
 def sent(conn: Connection, sql: str, result_format: int) -> list[tuple[int, bytes | None]]:

@@ -16,17 +16,15 @@ import datetime as dt
 import zoneinfo
 from collections.abc import Iterator
 from decimal import Decimal
-from pathlib import Path
 
 import psycopg
 import pytest
 from psycopg.pq import ExecStatus
 
-from tests.integration.server import RunningServer, demo_server
+from tests.integration.server import RunningServer
 
 pytestmark = pytest.mark.integration
 
-PATIENTS = 50
 DIRECTORY_PREFIX = "session-zone-"
 Connection = psycopg.Connection[tuple[object, ...]]
 # (TimeZone as SET writes it)
@@ -133,13 +131,9 @@ REFUSED = [
 
 
 @pytest.fixture(scope="module")
-def server(demo_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    # Catalog queries never reach the backend: one server, on DuckDB.
-    directory = tmp_path_factory.mktemp("session-zone-duckdb")
-    with demo_server(
-        "duckdb", demo_dir / "demo.duckdb", directory, pg_dsn=None, patients=PATIENTS
-    ) as running:
-        yield running
+def server(duckdb_server: RunningServer) -> RunningServer:
+    # Catalog queries never reach the backend: one server, on DuckDB, the shared one.
+    return duckdb_server
 
 
 @pytest.fixture(scope="module")

@@ -7,19 +7,15 @@ from __future__ import annotations
 
 import datetime as dt
 import zoneinfo
-from collections.abc import Iterator
-from pathlib import Path
 
-import psycopg
 import pytest
 from psycopg.pq import ExecStatus
 
-from tests.integration.server import RunningServer, demo_database, demo_server
+from tests.integration.server import Connection
 
 pytestmark = pytest.mark.integration
 
 PATIENTS = 200
-Connection = psycopg.Connection[tuple[object, ...]]
 # (TimeZone, as SET writes it)
 ZONES = ["UTC", "'Europe/Paris'", "'<+02>-02'", "'America/St_Johns'"]
 STATEMENT = (
@@ -29,32 +25,6 @@ STATEMENT = (
     "INTERVAL '-1 year -5 months -3 days -04:05:06.789', TIMESTAMP '2020-01-01 00:00:00.5', "
     "TIMETZ '12:00:00.5+05:30'"
 )
-
-
-@pytest.fixture(scope="module", params=["duckdb", "postgres"])
-def server(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[RunningServer]:
-    dsn = request.getfixturevalue("pg_dsn") if request.param == "postgres" else None
-    data: Path = tmp_path_factory.mktemp("catalog-times-data")
-    demo_database(data, PATIENTS)
-    directory = tmp_path_factory.mktemp(f"catalog-times-{request.param}")
-    with demo_server(
-        request.param, data / "demo.duckdb", directory, pg_dsn=dsn, patients=PATIENTS
-    ) as running:
-        yield running
-
-
-@pytest.fixture
-def proxy(server: RunningServer) -> Iterator[Connection]:
-    with psycopg.connect(server.dsn("alice"), autocommit=True, connect_timeout=10) as conn:
-        yield conn
-
-
-@pytest.fixture
-def postgres(pg_dsn: str) -> Iterator[Connection]:
-    with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        yield conn
 
 
 def sent(conn: Connection, sql: str, result_format: int) -> list[tuple[str, int, bytes | None]]:

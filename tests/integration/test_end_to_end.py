@@ -10,7 +10,7 @@ import duckdb
 import psycopg
 import pytest
 
-from tests.integration.server import RunningServer, dpproxy
+from tests.integration.server import RunningServer, dpproxy, dpproxy_in_process
 
 pytestmark = pytest.mark.integration
 
@@ -27,13 +27,13 @@ def bounded_visit_count(database: Path) -> int:
 
 
 def spent(server: RunningServer, analyst: str) -> str:
-    result = dpproxy("budget", "show", analyst, "--json", "--config", str(server.config))
+    result = dpproxy_in_process("budget", "show", analyst, "--json", "--config", str(server.config))
     assert result.returncode == 0, result.stderr
     return str(json.loads(result.stdout)[0]["spent"])
 
 
 def audit(server: RunningServer, analyst: str) -> list[dict[str, object]]:
-    result = dpproxy(
+    result = dpproxy_in_process(
         "audit",
         "list",
         "--analyst",
@@ -164,6 +164,8 @@ def test_admin_commands(server: RunningServer) -> None:
     # process, with their own server.
     with psycopg.connect(server.dsn("alice"), autocommit=True) as conn:
         conn.execute("SELECT COUNT(*) FROM visits").fetchall()
+    # The real `dpproxy` commands, as the admin runs them (spent() and audit() run the
+    # same code in this process).
     table = dpproxy("budget", "show", "--config", str(server.config))
     assert table.returncode == 0 and "alice" in table.stdout and "bob" in table.stdout
     listing = dpproxy("audit", "list", "--config", str(server.config))

@@ -31,7 +31,7 @@ from tests.integration.server import (
     RunningServer,
     demo_database,
     demo_server,
-    dpproxy,
+    dpproxy_in_process,
     start,
     write_config,
 )
@@ -44,13 +44,13 @@ NOTHING_CHARGED = "the database cannot be used now; nothing was charged"
 
 
 def audit(server: RunningServer) -> list[tuple[str, str]]:
-    listing = dpproxy("audit", "list", "--json", "--config", str(server.config))
+    listing = dpproxy_in_process("audit", "list", "--json", "--config", str(server.config))
     records = [json.loads(line) for line in listing.stdout.splitlines()]
     return [(r["decision"], r["epsilon"]) for r in records if r["decision"] != "admin"]
 
 
 def spent(server: RunningServer) -> str:
-    shown = dpproxy("budget", "show", "alice", "--json", "--config", str(server.config))
+    shown = dpproxy_in_process("budget", "show", "alice", "--json", "--config", str(server.config))
     return str(json.loads(shown.stdout)[0]["spent"])
 
 

@@ -12,7 +12,7 @@ import psycopg
 import pytest
 
 from proxy.demo_data import DemoSize, generate, load_postgres
-from tests.integration.server import RunningServer, dpproxy, start, write_config
+from tests.integration.server import RunningServer, dpproxy_in_process, start, write_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
 
@@ -50,13 +50,15 @@ def test_database_failure_is_charged_audited_and_hidden(
     message = str(caught.value)
     assert "the query failed in the database; the charge of ε=1 stands" in message
     assert "visits_elsewhere" not in message and "does not exist" not in message
-    listing = dpproxy("audit", "list", "--json", "--config", str(server.config))
+    listing = dpproxy_in_process("audit", "list", "--json", "--config", str(server.config))
     records = [json.loads(line) for line in listing.stdout.splitlines()]
     records = [r for r in records if r["decision"] != "admin"]
     assert [r["decision"] for r in records] == ["accepted", "failed"]
     assert records[1]["epsilon"] == "1" and records[1]["remaining"] == "198"
     assert "does not exist" in records[1]["reason"]  # the admin sees the cause
     budget = json.loads(
-        dpproxy("budget", "show", "alice", "--json", "--config", str(server.config)).stdout
+        dpproxy_in_process(
+            "budget", "show", "alice", "--json", "--config", str(server.config)
+        ).stdout
     )
     assert budget[0]["spent"] == "2"

@@ -14,17 +14,15 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 
 import psycopg
 import pytest
 
 from rewriter.parse import MAX_SQL_LENGTH
-from tests.integration.server import RunningServer, demo_database, start, write_config
+from tests.integration.server import RunningServer
 
 pytestmark = pytest.mark.integration
 
-PATIENTS = 50
 #: A megabyte's worth of statements that are empty (PostgreSQL answers EmptyQueryResponse).
 SEMICOLONS = ";" * 1_000_000
 #: Setup wait (not a measurement): long enough for a megabyte to reach the server.
@@ -32,13 +30,8 @@ SETTLE_SECONDS = 0.3
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    directory = tmp_path_factory.mktemp("large")
-    demo_database(directory, PATIENTS)
-    running = start(write_config(directory, backend=""))
-    yield running
-    log = running.stop()
-    assert "Traceback" not in log, log
+def server(duckdb_server: RunningServer) -> RunningServer:
+    return duckdb_server  # the package's: these tests leave nothing the others could see
 
 
 def connect(server: RunningServer) -> psycopg.Connection[tuple[object, ...]]:

@@ -7,14 +7,20 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
 from accountant import Decision, Epsilon, StateStore
 from proxy.demo_data import DemoSize, generate, write_duckdb
-from tests.integration.server import RunningServer, dpproxy, session_loop, start, write_config
+from tests.integration.server import (
+    RunningServer,
+    dpproxy_in_process,
+    session_loop,
+    start,
+    wait_until,
+    write_config,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -28,7 +34,7 @@ def directory_with_data(tmp_path: Path) -> Path:
 
 
 def admin(config: Path, *args: str) -> str:
-    result = dpproxy(*args, "--config", str(config))
+    result = dpproxy_in_process(*args, "--config", str(config))
     assert result.returncode == 0, result.stderr
     return result.stdout
 
@@ -82,7 +88,8 @@ def test_sigkill_mid_load_loses_nothing(tmp_path: Path) -> None:
     server = start(config)
     stop = threading.Event()
     threads, answered = run_sessions(server, stop)
-    time.sleep(1.5)
+    # Under load: the sessions have answered, on average, three times each.
+    wait_until(lambda: len(answered) >= 3 * SESSIONS, "the sessions to be answered")
     server.process.kill()  # SIGKILL: no cleanup at all
     server.process.wait(timeout=10)
     stop.set()
@@ -92,7 +99,7 @@ def test_sigkill_mid_load_loses_nothing(tmp_path: Path) -> None:
     assert seen > 0
     restarted = start(config)  # recovers reservations the killed server left open
     try:
-        verified = dpproxy("audit", "verify", "--config", str(config))
+        verified = dpproxy_in_process("audit", "verify", "--config", str(config))
         assert verified.returncode == 0, verified.stdout + verified.stderr
     finally:
         log = restarted.stop()

@@ -10,7 +10,7 @@ import duckdb
 import psycopg
 import pytest
 
-from tests.integration.server import RunningServer, dpproxy
+from tests.integration.server import RunningServer, dpproxy, dpproxy_in_process
 
 pytestmark = pytest.mark.integration
 
@@ -20,7 +20,9 @@ BY_DIAGNOSIS = "SELECT diagnosis, COUNT(*) AS visits FROM visits GROUP BY diagno
 
 
 def admin(server: RunningServer, *args: str, stdin: str | None = None) -> str:
-    result = dpproxy(*args, "--config", str(server.config), stdin=stdin)
+    """In this process, unless the command reads standard input (the real `dpproxy`)."""
+    command = [*args, "--config", str(server.config)]
+    result = dpproxy(*command, stdin=stdin) if stdin is not None else dpproxy_in_process(*command)
     assert result.returncode == 0, result.stderr
     return result.stdout
 

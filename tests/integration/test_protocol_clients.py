@@ -17,7 +17,7 @@ import pytest
 from tests.integration.server import (
     PASSWORDS,
     RunningServer,
-    dpproxy,
+    dpproxy_in_process,
 )
 
 pytestmark = pytest.mark.integration
@@ -31,7 +31,7 @@ NODE_PG_DIR = Path(os.environ.get("DPPROXY_NODE_PG_DIR", Path.home() / ".cache/d
 
 
 def audited_sql(server: RunningServer, limit: int = 5) -> list[str]:
-    result = dpproxy(
+    result = dpproxy_in_process(
         "audit", "list", "--analyst", "alice", "--limit", str(limit), "--json",
         "--config", str(server.config),
     )  # fmt: skip

@@ -14,7 +14,13 @@ import psycopg
 import pytest
 from psycopg.types.string import TextLoader
 
-from tests.integration.server import RunningServer, demo_database, dpproxy, start, write_config
+from tests.integration.server import (
+    RunningServer,
+    demo_database,
+    dpproxy_in_process,
+    start,
+    write_config,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -43,7 +49,7 @@ def view(conn: psycopg.Connection[Any], name: str) -> list[dict[str, Any]]:
 
 def admin(server: RunningServer, *args: str) -> list[dict[str, Any]]:
     """A JSON command's records (`budget show` writes a list, `audit list` JSON lines)."""
-    result = dpproxy(*args, "--json", "--config", str(server.config))
+    result = dpproxy_in_process(*args, "--json", "--config", str(server.config))
     assert result.returncode == 0, result.stderr
     if result.stdout.startswith("["):
         return list(json.loads(result.stdout))

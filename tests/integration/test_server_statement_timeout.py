@@ -21,7 +21,7 @@ import pytest
 from proxy.demo_data import DemoSize, generate, load_postgres, write_duckdb
 from tests.integration.server import (
     RunningServer,
-    dpproxy,
+    dpproxy_in_process,
     slow_visits_duckdb,
     slow_visits_postgres,
     start,
@@ -99,7 +99,7 @@ def test_the_servers_statement_timeout_is_57014_and_the_charge_stands(
         assert left(conn) == before - 1
         # The session goes on: a fast statement is answered.
         assert conn.execute("SELECT 'after' AS fresh").fetchall() == [("after",)]
-    result = dpproxy(
+    result = dpproxy_in_process(
         "audit", "list", "--analyst", "alice", "--limit", "1", "--format", "json",
         "--config", str(server.config),
     )  # fmt: skip

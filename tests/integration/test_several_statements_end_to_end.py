@@ -22,7 +22,7 @@ from psycopg import pq
 from tests.integration.server import (
     RunningServer,
     demo_database,
-    dpproxy,
+    dpproxy_in_process,
     slow_visits_duckdb,
     start,
     write_config,
@@ -48,7 +48,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
 
 
 def audit(server: RunningServer, analyst: str = "alice") -> list[dict[str, object]]:
-    result = dpproxy(
+    result = dpproxy_in_process(
         "audit", "list", "--analyst", analyst, "--limit", "1000", "--json",
         "--config", str(server.config),
     )  # fmt: skip
@@ -58,7 +58,7 @@ def audit(server: RunningServer, analyst: str = "alice") -> list[dict[str, objec
 
 
 def spent(server: RunningServer, analyst: str = "alice") -> str:
-    result = dpproxy("budget", "show", analyst, "--json", "--config", str(server.config))
+    result = dpproxy_in_process("budget", "show", analyst, "--json", "--config", str(server.config))
     assert result.returncode == 0, result.stderr
     return str(json.loads(result.stdout)[0]["spent"])
 

@@ -24,7 +24,7 @@ from psycopg.conninfo import make_conninfo
 from proxy.demo_data import DemoSize, generate, load_postgres, write_duckdb
 from tests.integration.server import (
     RunningServer,
-    dpproxy,
+    dpproxy_in_process,
     slow_visits_duckdb,
     slow_visits_postgres,
     start,
@@ -105,7 +105,7 @@ def last_query(conn: Connection) -> tuple[str, str]:
 
 def last_audit(server: RunningServer) -> dict[str, object]:
     """alice's last audit record as the admin reads it (with the stored reason)."""
-    result = dpproxy(
+    result = dpproxy_in_process(
         "audit", "list", "--analyst", "alice", "--limit", "1", "--format", "json",
         "--config", str(server.config),
     )  # fmt: skip

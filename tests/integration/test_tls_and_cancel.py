@@ -23,7 +23,7 @@ from proxy.demo_data import DemoSize, generate, load_postgres, write_duckdb
 from tests.integration.server import (
     PSQL,
     RunningServer,
-    dpproxy,
+    dpproxy_in_process,
     slow_visits_duckdb,
     slow_visits_postgres,
     start,
@@ -74,13 +74,13 @@ def server(
 
 
 def spent(server: RunningServer) -> float:
-    result = dpproxy("budget", "show", "alice", "--json", "--config", str(server.config))
+    result = dpproxy_in_process("budget", "show", "alice", "--json", "--config", str(server.config))
     assert result.returncode == 0, result.stderr
     return float(json.loads(result.stdout)[0]["spent"])
 
 
 def last_audit(server: RunningServer) -> dict[str, object]:
-    result = dpproxy(
+    result = dpproxy_in_process(
         "audit", "list", "--analyst", "alice", "--limit", "1", "--format", "json",
         "--config", str(server.config),
     )  # fmt: skip

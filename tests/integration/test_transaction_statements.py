@@ -21,10 +21,9 @@ from contextlib import contextmanager
 import psycopg
 import pytest
 
-from tests.integration.server import PASSWORDS, RunningServer, demo_database, demo_server
+from tests.integration.server import PASSWORDS, RunningServer
 
 pytestmark = pytest.mark.integration
-PATIENTS = 20
 
 Message = tuple[str, ...]
 
@@ -232,11 +231,8 @@ def wire(dsn: str, options: str = "") -> Iterator[socket.socket]:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    directory = tmp_path_factory.mktemp("transactions")
-    database = demo_database(tmp_path_factory.mktemp("transactions-demo"), PATIENTS)
-    with demo_server("duckdb", database, directory, pg_dsn=None, patients=PATIENTS) as running:
-        yield running
+def server(duckdb_server: RunningServer) -> RunningServer:
+    return duckdb_server  # the package's: these tests leave nothing the others could see
 
 
 def reported_at_the_end(answer: list[Message]) -> list[Message]:

@@ -330,3 +330,30 @@ def test_a_parameter_never_stands_for_a_name(sql: str) -> None:
     with pytest.raises(QueryError, match=r'syntax error at or near "\$1"') as caught:
         parameters.prepare(sql, [])
     assert caught.value.sqlstate == "42601"
+
+
+@pytest.mark.parametrize(
+    ("sql", "near"),
+    [
+        ("SET dpproxy.epsilon = $1", "$1"),
+        ("set time zone $1", "$1"),
+        ("SHOW $1", "$1"),
+        ("RESET $2", "$2"),
+        ("BEGIN ISOLATION LEVEL $1", "$1"),
+        ("/* c */ SAVEPOINT $1", "$1"),
+        ("DEALLOCATE $1", "$1"),
+        ("SET LOCAL dpproxy.delta = '1e-6' || $3", "$3"),
+    ],
+)
+def test_session_statements_take_no_parameters(sql: str, near: str) -> None:
+    # As PostgreSQL: a syntax error at the placeholder when the statement is prepared
+    # (dpproxy bound the value and ran SET dpproxy.epsilon = $1).
+    with pytest.raises(QueryError) as caught:
+        parameters.prepare(sql, [])
+    assert caught.value.sqlstate == "42601"
+    assert caught.value.message == f'syntax error at or near "{near}"'
+
+
+def test_queries_with_a_word_of_a_session_statement_still_take_parameters() -> None:
+    for sql in ("SELECT $1 AS set", 'SELECT COUNT(*) FROM visits WHERE "show" = $1'):
+        assert parameters.prepare(sql, []).parameter_types == (25,)

@@ -9,6 +9,7 @@ import duckdb
 import psycopg
 
 from rewriter import Catalog, ColumnPolicy, ColumnType, TablePolicy, build_catalog
+from tests.rewriter.scratch import fresh_duckdb, insert
 
 Row = tuple[int, int, str, float | None, int | None]
 
@@ -111,6 +112,14 @@ def catalog(schema: str) -> Catalog:
 def duckdb_with(rows: Sequence[Row]) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB database with the test tables and ``rows`` of visits."""
     return _filled(duckdb.connect(":memory:"), rows)
+
+
+def scratch_with(rows: Sequence[Row]) -> duckdb.DuckDBPyConnection:
+    """As ``duckdb_with``, made cheaply (tests.rewriter.scratch): for tests that make many."""
+    conn = fresh_duckdb()
+    conn.execute(";\n".join(s.format(schema="main") for s in (CREATE, *SETUP)))
+    insert(conn, "main.visits", rows)
+    return conn
 
 
 def _filled(conn: duckdb.DuckDBPyConnection, rows: Sequence[Row]) -> duckdb.DuckDBPyConnection:

@@ -5,16 +5,17 @@ holds."""
 
 from __future__ import annotations
 
-import duckdb
+import functools
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rewriter import PlanRequest, plan
 from rewriter.passes import bound_per_unit
-from tests.rewriter import tables
 from tests.rewriter.coupling import in_key_order
-from tests.rewriter.test_neighbours import CATALOG
+from tests.rewriter.scratch import fresh_duckdb, insert
+from tests.rewriter.test_neighbours import CATALOG, SCHEMA
 
 # Joins off the unit only: the partials are summed before patients (and what hangs off it).
 EAGER = [
@@ -93,6 +94,17 @@ person = st.tuples(
 )
 
 
+@functools.cache
+def planned(sql: str) -> tuple[str, str]:
+    """The bounded SQL of ``sql``, and the same without summing before the joins, both in
+    key order. Planning is deterministic: once per query, not once per example."""
+    made = plan(sql, CATALOG, PlanRequest(1.0))
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(bound_per_unit, "eager_partials", lambda *a, **k: None)
+        plain = in_key_order(plan(sql, CATALOG, PlanRequest(1.0)))
+    return in_key_order(made), plain
+
+
 @pytest.mark.parametrize("sql", EAGER)
 @settings(max_examples=30, deadline=None)
 @given(
@@ -106,23 +118,12 @@ def test_same_totals_as_joining_every_row(
     people: list[tuple[int, str | None, int]],
     doses: list[tuple[int, int]],
 ) -> None:
-    conn = duckdb.connect()
-    conn.execute(tables.CREATE.format(schema="main"))
-    conn.execute("CREATE TABLE main.patients (patient_id BIGINT, sex VARCHAR, birth_year INTEGER)")
-    conn.execute("CREATE TABLE main.departments (name VARCHAR, floor INTEGER)")
-    conn.execute("INSERT INTO main.departments VALUES ('A', 1), ('B', 2), ('B', 2)")
-    conn.execute("CREATE TABLE main.prescriptions (rx_id BIGINT, visit_id BIGINT, dose INTEGER)")
-    if visits:
-        rows = [(i + 1, p, d, c, s) for i, (p, d, c, s) in enumerate(visits)]
-        conn.executemany("INSERT INTO main.visits VALUES (?, ?, ?, ?, ?)", rows)
-    if people:
-        conn.executemany("INSERT INTO main.patients VALUES (?, ?, ?)", people)
-    if doses:
-        rx = [(i, v, d) for i, (v, d) in enumerate(doses)]
-        conn.executemany("INSERT INTO main.prescriptions VALUES (?, ?, ?)", rx)
-    made = plan(sql, CATALOG, PlanRequest(1.0))
-    with pytest.MonkeyPatch.context() as patched:
-        patched.setattr(bound_per_unit, "eager_partials", lambda *a, **k: None)
-        plain = in_key_order(plan(sql, CATALOG, PlanRequest(1.0)))
-    eager = sorted(conn.execute(in_key_order(made)).fetchall(), key=repr)
-    assert eager == sorted(conn.execute(plain).fetchall(), key=repr)
+    conn = fresh_duckdb()  # a database of its own (tests.rewriter.scratch)
+    conn.execute(SCHEMA)
+    insert(conn, "main.visits", [(i + 1, p, d, c, s) for i, (p, d, c, s) in enumerate(visits)])
+    insert(conn, "main.patients", people)
+    insert(conn, "main.prescriptions", [(i, v, d) for i, (v, d) in enumerate(doses)])
+    eager, plain = planned(sql)
+    assert sorted(conn.execute(eager).fetchall(), key=repr) == sorted(
+        conn.execute(plain).fetchall(), key=repr
+    )

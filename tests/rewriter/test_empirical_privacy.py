@@ -2,7 +2,8 @@
 
 The databases differ by one privacy unit (patient 1 and all their rows). The rewriter's SQL
 runs on DuckDB (QUERIES times, checking its answer is always the same), and each of DRAWS
-answers is released through the plan's own release path with OpenDP's noise. For events
+answers is released through the plan's own release path with OpenDP's noise (its samplers,
+drawn many at a time: tests.rewriter.noise). For events
 S = {answer >= t} we take a lower confidence bound on ln(P[M(D) ∈ S] − δ) − ln P[M(D') ∈ S]
 (Clopper-Pearson, Bonferroni over the thresholds): a *lower* bound on the true privacy
 loss, so a correct mechanism stays below its claimed ε with high probability. A negative
@@ -20,8 +21,9 @@ import pytest
 from scipy import stats
 
 from accountant.zcdp import cks_epsilon
-from rewriter import OpenDPNoise, PlanRequest, plan
-from tests.rewriter.tables import SAMPLE_ROWS, catalog, duckdb_with
+from rewriter import PlanRequest, plan
+from tests.rewriter.noise import BatchedOpenDPNoise
+from tests.rewriter.tables import SAMPLE_ROWS, catalog, duckdb_with, scratch_with
 
 pytestmark = pytest.mark.statistical
 
@@ -47,7 +49,7 @@ class Draw:
 
 def answers(rows: list, request: PlanRequest, noise: object) -> np.ndarray:
     query_plan = plan(SQL, catalog("main"), request)
-    conn = duckdb_with(rows)
+    conn = scratch_with(rows)
     exact = {tuple(conn.execute(query_plan.sql).fetchall()) for _ in range(QUERIES)}
     assert len(exact) == 1
     (rows_out,) = exact
@@ -80,8 +82,8 @@ def neighbours() -> tuple[list, list]:
 def test_laplace_count_stays_below_its_epsilon() -> None:
     request = PlanRequest(0.5)
     with_unit, without = neighbours()
-    a = answers(with_unit, request, OpenDPNoise())
-    b = answers(without, request, OpenDPNoise())
+    a = answers(with_unit, request, BatchedOpenDPNoise())
+    b = answers(without, request, BatchedOpenDPNoise())
     query_plan = plan(SQL, catalog("main"), request)
     exact = [duckdb_with(rows).execute(query_plan.sql).fetchone() for rows in (with_unit, without)]
     assert exact == [(7,), (4,)]  # patient 1 counts for 3 rows (4 rows, bounded to 3)
@@ -96,13 +98,13 @@ def test_gaussian_count_stays_below_its_epsilon_at_delta() -> None:
     assert query_plan.privacy_loss_rho() <= 0.5**2 / 2
     claimed = cks_epsilon(query_plan.privacy_loss_rho(), DELTA)
     with_unit, without = neighbours()
-    a = answers(with_unit, request, OpenDPNoise())
-    b = answers(without, request, OpenDPNoise())
+    a = answers(with_unit, request, BatchedOpenDPNoise())
+    b = answers(without, request, BatchedOpenDPNoise())
     assert lower_bound_epsilon(a, b, DELTA) <= claimed
 
 
 def test_negative_control_too_little_noise_is_caught() -> None:
-    noise = OpenDPNoise()
+    noise = BatchedOpenDPNoise()
     request = PlanRequest(0.5)
     wrong = 1 / 0.5  # the scale for sensitivity 1; the true sensitivity is 3
     with_unit, without = neighbours()

@@ -133,9 +133,9 @@ def test_using_a_column_a_subquery_renames_is_refused(sql: str) -> None:
         # The left column is found in any table on the left (was: only in the one just
         # before the join, so this was refused).
         (
-            "SELECT COUNT(*) FROM patients p JOIN departments d ON d.floor = 1 "
+            "SELECT COUNT(*) FROM patients p JOIN departments d ON d.floor = p.birth_year "
             "JOIN visits v USING (patient_id)",
-            "SELECT COUNT(*) FROM patients p JOIN departments d ON d.floor = 1 "
+            "SELECT COUNT(*) FROM patients p JOIN departments d ON d.floor = p.birth_year "
             "JOIN visits v ON p.patient_id = v.patient_id",
         ),
     ],

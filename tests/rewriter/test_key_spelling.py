@@ -11,11 +11,11 @@ as the proxy does: where the spellings sit in the data must not change the answe
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-import duckdb
 import psycopg
 import pytest
 
@@ -32,7 +32,8 @@ from rewriter import (
 )
 from rewriter.plan import Release
 from tests.rewriter.noise import ZeroNoise
-from tests.rewriter.tables import Row, catalog, duckdb_with, load_postgres
+from tests.rewriter.scratch import fresh_duckdb
+from tests.rewriter.tables import Row, catalog, load_postgres, scratch_with
 
 PERSONS = (1, 2, 3, 5)  # all in tables.PATIENTS, for the join; above the threshold (<= 3)
 #: Which persons hold the odd spelling: the answer must be the same for each.
@@ -52,7 +53,7 @@ class Engine:
     def fetch(self, sql: str, setup: Sequence[str] = ()) -> list[tuple[object, ...]]:
         """Run ``setup`` (statements with ``{schema}``), then ``sql``, on fresh tables."""
         if self.dsn is None:
-            conn = duckdb.connect(":memory:")
+            conn = fresh_duckdb()  # a database of its own (tests.rewriter.scratch)
             for statement in setup:
                 conn.execute(statement.format(schema="main"))
             return conn.execute(sql).fetchall()
@@ -67,7 +68,7 @@ class Engine:
     def visits(self, rows: list[Row], sql: str) -> list[tuple[object, ...]]:
         """``sql`` over tests/rewriter/tables.py's tables with ``rows`` of visits."""
         if self.dsn is None:
-            return duckdb_with(rows).execute(sql).fetchall()
+            return scratch_with(rows).execute(sql).fetchall()
         with psycopg.connect(self.dsn, autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA IF EXISTS "{self.schema}" CASCADE')
             conn.execute(f'CREATE SCHEMA "{self.schema}"')
@@ -89,7 +90,14 @@ def engine(request: pytest.FixtureRequest) -> Iterator[Engine]:
 def answer(made: Plan, exact: list[tuple[object, ...]]) -> tuple[tuple[str | None, ...], ...]:
     """The rows the analyst receives (PostgreSQL's text format), released without noise."""
     released: Release = made.release(exact, ZeroNoise())
-    return PostProcessor().run(released, made.post_sql).rows
+    return post_processor().run(released, made.post_sql).rows
+
+
+@functools.cache
+def post_processor() -> PostProcessor:
+    """One post-processor for the module, as the proxy keeps one (each run has its own
+    cursor and table): making one opens a DuckDB connection."""
+    return PostProcessor()
 
 
 # -- floating-point keys: -0.0 and 0.0, -NaN and NaN ----------------------------------------
@@ -153,7 +161,7 @@ def test_the_release_maps_negative_zero_and_nan_whatever_the_database_returns(
         released = made.release([(odd, 4, 4)], ZeroNoise())
         (key, _) = released.rows[0]
         assert not signed(key)
-        text = PostProcessor().run(released, made.post_sql).rows[0][0]
+        text = post_processor().run(released, made.post_sql).rows[0][0]
         assert text in ("0.0", "nan")
 
 

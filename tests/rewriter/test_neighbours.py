@@ -5,14 +5,17 @@ data, by running the rewritten SQL on DuckDB for D and for D minus one person.""
 
 from __future__ import annotations
 
+import functools
+
 import duckdb
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rewriter import Catalog, PlanRequest, build_catalog, plan
+from rewriter import Catalog, Plan, PlanRequest, build_catalog, plan
 from tests.rewriter import tables
 from tests.rewriter.coupling import in_key_order, sensitivity
+from tests.rewriter.scratch import fresh_duckdb, insert
 
 QUERIES = [
     "SELECT COUNT(*), SUM(cost), AVG(stay) FROM visits",
@@ -90,28 +93,44 @@ visit = st.tuples(
 )
 
 
+#: The tables, and the departments (public): one statement.
+SCHEMA = ";\n".join(
+    [
+        tables.CREATE.format(schema="main"),
+        "CREATE TABLE main.patients (patient_id BIGINT, sex VARCHAR, birth_year INTEGER)",
+        "CREATE TABLE main.departments (name VARCHAR, floor INTEGER)",
+        "INSERT INTO main.departments VALUES ('A', 1), ('B', 2), ('B', 2)",
+        "CREATE TABLE main.prescriptions (rx_id BIGINT, visit_id BIGINT, dose INTEGER)",
+    ]
+)
+
+
 def database(
     visits: list[tuple[int, str, float | None, int | None]],
     doses: list[tuple[int, int]],
     removed: int | None,
 ) -> duckdb.DuckDBPyConnection:
+    """A database of its own (tests.rewriter.scratch); with ``removed``, without that
+    person's visits, patients row and the prescriptions of their visits."""
     rows = [(i + 1, p, d, c, s) for i, (p, d, c, s) in enumerate(visits)]
-    conn = duckdb.connect()
-    conn.execute(tables.CREATE.format(schema="main"))
-    conn.execute("CREATE TABLE main.patients (patient_id BIGINT, sex VARCHAR, birth_year INTEGER)")
-    conn.execute("CREATE TABLE main.departments (name VARCHAR, floor INTEGER)")
-    conn.execute("INSERT INTO main.departments VALUES ('A', 1), ('B', 2), ('B', 2)")
-    conn.execute("CREATE TABLE main.prescriptions (rx_id BIGINT, visit_id BIGINT, dose INTEGER)")
+    conn = fresh_duckdb()
+    conn.execute(SCHEMA)
     kept = [r for r in rows if r[1] != removed]
-    if kept:
-        conn.executemany("INSERT INTO main.visits VALUES (?, ?, ?, ?, ?)", kept)
+    insert(conn, "main.visits", kept)
     people = [(p, "F" if p % 2 else "M", 1950 + p) for p in range(1, 6) if p != removed]
-    conn.executemany("INSERT INTO main.patients VALUES (?, ?, ?)", people)
+    insert(conn, "main.patients", people)
     kept_visits = {r[0] for r in kept}
     prescriptions = [(i, v, d) for i, (v, d) in enumerate(doses) if v in kept_visits]
-    if prescriptions:
-        conn.executemany("INSERT INTO main.prescriptions VALUES (?, ?, ?)", prescriptions)
+    insert(conn, "main.prescriptions", prescriptions)
     return conn
+
+
+@functools.cache
+def planned(query: str) -> tuple[Plan, str]:
+    """The plan of ``query`` and its SQL with the groups in key order. Planning is
+    deterministic: once per query, not once per example."""
+    made = plan(query, CATALOG, PlanRequest(1.0))
+    return made, in_key_order(made)  # every other person keeps the same groups in both
 
 
 def totals(
@@ -133,9 +152,8 @@ def test_one_person_moves_totals_within_the_sensitivity(
     doses: list[tuple[int, int]],
     removed: int,
 ) -> None:
-    made = plan(query, CATALOG, PlanRequest(1.0))
+    made, sql = planned(query)
     keys = len(made.keys)
-    sql = in_key_order(made)  # every other person keeps the same groups in both
     with_person = totals(database(visits, doses, None), sql, keys)
     without = totals(database(visits, doses, removed), sql, keys)
     for index, measurement in enumerate(made.measurements):

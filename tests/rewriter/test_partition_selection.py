@@ -14,14 +14,14 @@ import opendp.prelude as dp
 import pytest
 from scipy import stats
 
-from rewriter import OpenDPNoise, PlanRequest, Rejected, plan
+from rewriter import PlanRequest, Rejected, plan
 from rewriter.partition_selection import (
     PartitionSelection,
     gaussian_tail,
     laplace_tail,
     selection_delta,
 )
-from tests.rewriter.noise import ZeroNoise
+from tests.rewriter.noise import BatchedOpenDPNoise, ZeroNoise
 from tests.rewriter.tables import Row, catalog, duckdb_with
 
 CATALOG = catalog("main")
@@ -132,7 +132,7 @@ def test_keep_rate_matches_the_scale(zcdp: bool) -> None:
         if zcdp
         else PartitionSelection.laplace(1, 0.25, 1e-3)
     )
-    noise = OpenDPNoise()
+    noise = BatchedOpenDPNoise()  # OpenDP's samplers, drawn many at a time
     counts = list(range(made.threshold - 8, made.threshold + 3))
     trials = 3000
     kept = np.array([sum(made.keep(c, noise) for _ in range(trials)) for c in counts])
@@ -265,7 +265,7 @@ def test_a_group_of_one_person_appears_about_delta_of_the_time(mechanism: str) -
     assert made.selection is not None
     with_person = duckdb_with(BASE + LONE).execute(made.sql).fetchall()
     without = duckdb_with(BASE).execute(made.sql).fetchall()
-    noise = OpenDPNoise()
+    noise = BatchedOpenDPNoise()  # OpenDP's samplers, drawn many at a time
     seen_with = seen_without = 0
     for _ in range(RUNS):
         keys = {row[0] for row in made.release(with_person, noise).rows}

@@ -10,12 +10,14 @@ more rows and more groups than the bounds allow."""
 
 from __future__ import annotations
 
+import functools
+
 import duckdb
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rewriter import PlanRequest, build_catalog, plan
+from rewriter import Plan, PlanRequest, build_catalog, plan
 from rewriter.quantile_selection import QuantileSelection, quantile_scores, score_sensitivity
 from tests.rewriter import tables
 from tests.rewriter.test_neighbours import database, visit
@@ -68,6 +70,14 @@ def coupled(sql: str, row_id: str) -> str:
     return sql.replace(group_draw, 'HASH("p"."c0", ANY_VALUE("p"."c1")) AS "group_draw"')
 
 
+@functools.cache
+def planned(query: str, row_id: str) -> tuple[Plan, str]:
+    """The plan of ``query`` and its coupled SQL. Planning is deterministic: once per
+    query, not once per example."""
+    made = plan(query, CATALOG, PlanRequest(1.0))
+    return made, coupled(made.sql, row_id)
+
+
 def counts(
     conn: duckdb.DuckDBPyConnection, sql: str, keys: int
 ) -> dict[tuple[object, ...], list[list[int]]]:
@@ -94,8 +104,7 @@ def test_one_person_moves_scores_within_the_sensitivity(
     doses: list[tuple[int, int]],
     removed: int,
 ) -> None:
-    made = plan(query, CATALOG, PlanRequest(1.0))
-    sql = coupled(made.sql, row_id)
+    made, sql = planned(query, row_id)
     keys = len(made.keys)
     with_person = counts(database(visits, doses, None), sql, keys)
     without = counts(database(visits, doses, removed), sql, keys)

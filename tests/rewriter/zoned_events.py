@@ -11,6 +11,7 @@ import duckdb
 import psycopg
 
 from rewriter import Catalog, ColumnPolicy, ColumnType, ColumnTypes, TablePolicy, build_catalog
+from tests.rewriter.scratch import insert
 
 COLUMNS = ColumnTypes(
     {
@@ -64,11 +65,7 @@ def duckdb_events(instants: Sequence[Moment]) -> duckdb.DuckDBPyConnection:
 
 def fill_duckdb(conn: duckdb.DuckDBPyConnection, instants: Sequence[Moment]) -> None:
     conn.execute("DELETE FROM main.events")
-    rows = rows_of(instants)
-    if rows:
-        conn.executemany(
-            "INSERT INTO main.events VALUES (?, ?, CAST(? AS TIMESTAMPTZ))", [list(r) for r in rows]
-        )
+    insert(conn, "main.events", rows_of(instants))  # the texts cast to TIMESTAMPTZ
 
 
 def fill_postgres(
