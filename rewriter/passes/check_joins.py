@@ -125,8 +125,9 @@ def check_joins(shape: QueryShape) -> JoinBounds:
             hint=f"e.g. JOIN … ON {_link_hint(protected[0], unlinked[0])}",
         )
     excluded = {parent.alias for parent in parents.values()}
-    _check_growth(scope.sources, resolved, excluded, by_alias)
-    rows = math.prod(s.table.policy.max_rows_per_unit for s in protected if s.alias not in excluded)
+    multiplying = [s for s in protected if s.alias not in excluded]
+    _check_growth(scope.sources, resolved, multiplying, by_alias)
+    rows = math.prod(s.table.policy.max_rows_per_unit for s in multiplying)
     groups = _max_groups(protected)
     hidden, unit = _unit_of(scope.driver, parents)
     return JoinBounds(resolved, hidden, unit, rows, groups)
@@ -135,11 +136,12 @@ def check_joins(shape: QueryShape) -> JoinBounds:
 def _check_growth(
     sources: Sequence[Source],
     joins: Sequence[ResolvedJoin],
-    excluded: set[str],
+    multiplying: Sequence[Source],
     by_alias: dict[str, Source],
 ) -> None:
     """Reject joins that could multiply one person's rows (so the query's run time) by more
-    than a few tables' worth (module docstring)."""
+    than a few tables' worth (module docstring). ``multiplying``: the protected sources
+    whose rows per person multiply (all but foreign-key parents)."""
     public = [s for s in sources if s.table.policy.public]
     if len(public) > MAX_PUBLIC_TABLES:
         raise Rejected(
@@ -159,15 +161,9 @@ def _check_growth(
                 hint=f"e.g. JOIN {written} ON {reference}.<key> = <table>.<column>; "
                 "a join without one pairs every row with every row of the lookup table",
             )
-    multiplying = [
-        s
-        for s in sources
-        if not s.table.policy.public
-        and s.alias not in excluded
-        and s.table.policy.max_rows_per_unit > 1
-    ]
-    if len(multiplying) > MAX_MULTIPLYING_TABLES:
-        names = ", ".join(f'"{s.reference}"' for s in multiplying)
+    several = [s for s in multiplying if s.table.policy.max_rows_per_unit > 1]
+    if len(several) > MAX_MULTIPLYING_TABLES:
+        names = ", ".join(f'"{s.reference}"' for s in several)
         raise Rejected(
             f"a query may join at most {MAX_MULTIPLYING_TABLES} protected tables with several "
             f"rows per person (this one joins {names})",

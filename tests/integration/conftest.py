@@ -16,7 +16,13 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from tests.integration.server import Connection, RunningServer, demo_database, demo_server
+from tests.integration.server import (
+    Connection,
+    RunningServer,
+    demo_database,
+    demo_server,
+    fresh_demo_server,
+)
 
 #: The size of ``duckdb_server``'s demo (its tests never depend on the data).
 SHARED_PATIENTS = 50
@@ -48,12 +54,7 @@ def server(
 def duckdb_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     """One `dpproxy serve` of a small demo on DuckDB for the modules that share it (in
     each pytest-xdist worker that runs one of them); fails if it logged a traceback."""
-    data = tmp_path_factory.mktemp("shared-data")
-    demo_database(data, SHARED_PATIENTS)
-    directory = tmp_path_factory.mktemp("shared-duckdb")
-    with demo_server(
-        "duckdb", data / "demo.duckdb", directory, pg_dsn=None, patients=SHARED_PATIENTS
-    ) as running:
+    with fresh_demo_server(tmp_path_factory, "shared-duckdb", patients=SHARED_PATIENTS) as running:
         yield running
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import duckdb
 import psycopg
+import pytest
 
 from proxy import cli
 from proxy.demo import ANALYST_TEMPLATE, CONFIG_TEMPLATE
@@ -176,6 +177,31 @@ def wait_until(condition: Callable[[], bool], what: str, seconds: float = 60.0) 
         if time.monotonic() > deadline:
             raise AssertionError(f"waited {seconds} s for {what}")
         time.sleep(0.02)
+
+
+@contextmanager
+def fresh_demo_server(
+    factory: pytest.TempPathFactory,
+    name: str,
+    engine: str = "duckdb",
+    *,
+    patients: int,
+    pg_dsn: str | None = None,
+    lock_timeout_seconds: float | None = None,
+) -> Iterator[RunningServer]:
+    """`demo_server` over a new demo of ``patients`` patients, its data and configuration in
+    temporary directories named after ``name``."""
+    data = factory.mktemp(f"{name}-data")
+    demo_database(data, patients)
+    with demo_server(
+        engine,
+        data / "demo.duckdb",
+        factory.mktemp(name),
+        pg_dsn=pg_dsn,
+        patients=patients,
+        lock_timeout_seconds=lock_timeout_seconds,
+    ) as running:
+        yield running
 
 
 def session_loop(

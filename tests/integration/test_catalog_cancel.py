@@ -21,7 +21,11 @@ import pytest
 
 from proxy.catalog.database import CatalogDatabase, CatalogQueryCanceled, QueryStop
 from rewriter import ColumnType, TablePolicy, build_catalog
-from tests.integration.server import PSQL, RunningServer, demo_database, demo_server
+from tests.integration.server import (
+    PSQL,
+    RunningServer,
+    fresh_demo_server,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -45,12 +49,7 @@ Connection = psycopg.Connection[tuple[object, ...]]
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    data = tmp_path_factory.mktemp("catalog-cancel-data")
-    demo_database(data, PATIENTS)
-    directory = tmp_path_factory.mktemp("catalog-cancel")
-    with demo_server(
-        "duckdb", data / "demo.duckdb", directory, pg_dsn=None, patients=PATIENTS
-    ) as running:
+    with fresh_demo_server(tmp_path_factory, "catalog-cancel", patients=PATIENTS) as running:
         yield running
 
 

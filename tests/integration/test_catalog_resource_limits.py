@@ -26,7 +26,7 @@ import psycopg
 import pytest
 
 from proxy.catalog.database import ENGINE_MEMORY_BYTES
-from tests.integration.server import RunningServer, demo_database, demo_server
+from tests.integration.server import RunningServer, fresh_demo_server
 
 pytestmark = pytest.mark.integration
 
@@ -61,15 +61,7 @@ Connection = psycopg.Connection[tuple[object, ...]]
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    data = tmp_path_factory.mktemp("catalog-limits-data")
-    demo_database(data, PATIENTS)
-    with demo_server(
-        "duckdb",
-        data / "demo.duckdb",
-        tmp_path_factory.mktemp("catalog-limits"),
-        pg_dsn=None,
-        patients=PATIENTS,
-    ) as running:
+    with fresh_demo_server(tmp_path_factory, "catalog-limits", patients=PATIENTS) as running:
         yield running
 
 

@@ -23,7 +23,11 @@ import pytest
 
 from accountant import AuditRecord, Decision, StateStore
 from proxy.server import SHUTDOWN_MESSAGE
-from tests.integration.server import PASSWORDS, RunningServer, demo_database, demo_server
+from tests.integration.server import (
+    PASSWORDS,
+    RunningServer,
+    fresh_demo_server,
+)
 from tests.proxy.test_server import Raw, error_fields, query
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
@@ -35,11 +39,8 @@ QUERY = "SELECT COUNT(*) FROM visits"
 @pytest.fixture
 def running(tmp_path_factory: pytest.TempPathFactory, pg_dsn: str) -> Iterator[RunningServer]:
     """A `dpproxy serve` over the demo data in PostgreSQL, for one test (it is stopped)."""
-    data = tmp_path_factory.mktemp("shutdown-data")
-    demo_database(data, PATIENTS)
-    directory = tmp_path_factory.mktemp("shutdown")
-    with demo_server(
-        "postgres", data / "demo.duckdb", directory, pg_dsn=pg_dsn, patients=PATIENTS
+    with fresh_demo_server(
+        tmp_path_factory, "shutdown", "postgres", patients=PATIENTS, pg_dsn=pg_dsn
     ) as server:
         yield server
 

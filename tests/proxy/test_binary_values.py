@@ -15,7 +15,6 @@ import datetime as dt
 import struct
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import duckdb
 import psycopg
@@ -28,7 +27,7 @@ from psycopg.pq import ExecStatus, Format
 from proxy.catalog.text import pg_text
 from proxy.postprocess import format_value
 from proxy.protocol import values
-from tests.integration.server import RunningServer, demo_database, demo_server
+from tests.integration.server import RunningServer, fresh_demo_server
 from tests.integration.test_binary_formats import (
     BINARY,
     BY_YEAR,
@@ -399,11 +398,12 @@ def server(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[RunningServer]:
     dsn = request.getfixturevalue("pg_dsn") if request.param == "postgres" else None
-    data: Path = tmp_path_factory.mktemp("binary-values-data")
-    demo_database(data, PATIENTS)
-    directory = tmp_path_factory.mktemp(f"binary-values-{request.param}")
-    with demo_server(
-        request.param, data / "demo.duckdb", directory, pg_dsn=dsn, patients=PATIENTS
+    with fresh_demo_server(
+        tmp_path_factory,
+        f"binary-values-{request.param}",
+        request.param,
+        patients=PATIENTS,
+        pg_dsn=dsn,
     ) as running:
         yield running
 

@@ -27,7 +27,7 @@ from proxy.responders import SessionContext
 from proxy.workers import Workers
 from rewriter import Catalog, ColumnType, TablePolicy, build_catalog
 from rewriter.parse import MAX_SQL_LENGTH
-from tests.integration.server import RunningServer, demo_database, demo_server
+from tests.integration.server import RunningServer, fresh_demo_server
 
 pytestmark = pytest.mark.integration
 
@@ -41,15 +41,8 @@ LOCK_TIMEOUT = 2.0  # [state] lock_timeout_seconds: a locked store is refused af
 @contextlib.contextmanager
 def duckdb_server(factory: pytest.TempPathFactory, name: str) -> Iterator[RunningServer]:
     """A `dpproxy serve` over DuckDB; fails at the end if it logged a traceback."""
-    data = factory.mktemp(f"{name}-data")
-    demo_database(data, PATIENTS)
-    with demo_server(
-        "duckdb",
-        data / "demo.duckdb",
-        factory.mktemp(name),
-        pg_dsn=None,
-        patients=PATIENTS,
-        lock_timeout_seconds=LOCK_TIMEOUT,
+    with fresh_demo_server(
+        factory, name, patients=PATIENTS, lock_timeout_seconds=LOCK_TIMEOUT
     ) as running:
         yield running
 
