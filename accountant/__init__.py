@@ -35,7 +35,7 @@ from accountant.errors import (
     ZcdpNeedsDelta,
 )
 from accountant.ledger import GlobalBudget
-from accountant.postgres import PostgresState
+from accountant.postgres_state import PostgresState
 from accountant.reader import StateReader
 from accountant.records import (
     Attempt,

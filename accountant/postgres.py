@@ -37,13 +37,10 @@ and ``SET`` do not survive a transaction-mode pooler.
 from __future__ import annotations
 
 import math
-import re
 import secrets
 import time
-import zlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, LiteralString
 
@@ -57,62 +54,11 @@ from accountant.connection import Connection, Cursor
 from accountant.deadline import Deadline
 from accountant.errors import StateStoreError, WriteOutcomeUnknown
 from accountant.postgres_schema import prepare_schema
+from accountant.postgres_state import PostgresState
 from accountant.sqlite import APPLICATION_ID
 
-DEFAULT_SCHEMA = "dpproxy"
 #: The first advisory-lock key of dpproxy's write lock ("dppx"); the second is the schema's.
 LOCK_CLASS = APPLICATION_ID
-_SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_$]{0,62}")
-
-
-@dataclass(frozen=True)
-class PostgresState:
-    """Where a PostgreSQL state store lives: a connection string and a schema name."""
-
-    dsn: str = field(repr=False)
-    schema: str = DEFAULT_SCHEMA
-
-    def __post_init__(self) -> None:
-        check_dsn(self.dsn)
-        check_schema_name(self.schema)
-
-    def __str__(self) -> str:
-        """The server, database and schema, without the password (for messages)."""
-        parts = conninfo_to_dict(self.dsn)
-        user = f"{parts['user']}@" if parts.get("user") else ""
-        port = f":{parts['port']}" if parts.get("port") else ""
-        return (
-            f"postgresql://{user}{parts.get('host', '')}{port}/{parts.get('dbname', '')}"
-            f" (schema {self.schema})"
-        )
-
-    def __repr__(self) -> str:
-        return f"PostgresState({str(self)!r})"
-
-    @property
-    def lock_key(self) -> int:
-        """The second key of the write lock: the schema's (int4) checksum."""
-        return zlib.crc32(self.schema.encode("utf-8")) - 2**31
-
-
-def check_dsn(dsn: str) -> None:
-    """Refuse a connection string that is not a ``postgresql://`` URL libpq can read."""
-    if not dsn.startswith(("postgresql://", "postgres://")):
-        raise ValueError(
-            "must be a PostgreSQL URL like postgresql://dpproxy@db.internal:5432/ledger"
-        )
-    try:
-        conninfo_to_dict(dsn)
-    except psycopg.ProgrammingError as exc:
-        raise ValueError(f"is not a valid PostgreSQL URL ({exc})") from None
-
-
-def check_schema_name(schema: str) -> None:
-    if not _SCHEMA_NAME.fullmatch(schema) or schema.startswith("pg_"):
-        raise ValueError(
-            f"{schema!r} is not a usable schema name: use lower-case letters, digits and _ "
-            "(at most 63, not starting with a digit or pg_), e.g. dpproxy"
-        )
 
 
 @lru_cache(maxsize=256)

@@ -14,7 +14,7 @@ from pathlib import Path
 from accountant import analysts
 from accountant.analysts import StoredAnalyst
 from accountant.connection import Database
-from accountant.postgres import PostgresDatabase, PostgresState
+from accountant.postgres_state import PostgresState
 from accountant.sqlite_state import SqliteDatabase
 
 
@@ -23,11 +23,14 @@ class StateReader:
         """Open the state store at ``location`` (which must exist: open a StateStore
         first) read-only."""
         self._lock = threading.Lock()
-        self._db: Database = (
-            PostgresDatabase.open_reader(location, timeout)
-            if isinstance(location, PostgresState)
-            else SqliteDatabase.open_reader(Path(location), timeout)
-        )
+        self._db: Database
+        if isinstance(location, PostgresState):
+            # Here: accountant.postgres imports psycopg, which a SQLite store need not pay.
+            from accountant.postgres import PostgresDatabase  # noqa: PLC0415
+
+            self._db = PostgresDatabase.open_reader(location, timeout)
+        else:
+            self._db = SqliteDatabase.open_reader(Path(location), timeout)
 
     def analyst(self, name: str) -> StoredAnalyst | None:
         """The analyst called ``name`` if present and not removed."""

@@ -19,8 +19,7 @@ from typing import Self, TypeVar
 
 from accountant.connection import Connection, Database
 from accountant.errors import AccountantError, StateStoreError
-from accountant.postgres import PostgresDatabase, PostgresState
-from accountant.postgres_schema import APPLICATION
+from accountant.postgres_state import PostgresState
 from accountant.records import require_utc, utc_now
 from accountant.sqlite import APPLICATION_ID, SCHEMA_VERSION
 from accountant.sqlite_state import SqliteDatabase
@@ -64,6 +63,10 @@ class StoreBase:
         """
         require_utc(clock(), "the store's clock")
         if isinstance(location, PostgresState):
+            # Imported here: accountant.postgres imports psycopg, a tenth of a second that a
+            # SQLite store (and so most admin commands) need not pay.
+            from accountant.postgres import PostgresDatabase  # noqa: PLC0415
+
             return cls(location, PostgresDatabase.open(location, timeout), clock)
         path = Path(location)
         return cls(path, SqliteDatabase.open(path, timeout), clock)
@@ -90,6 +93,8 @@ class StoreBase:
         require_utc(clock(), "the store's clock")
         db: Database
         if isinstance(location, PostgresState):
+            from accountant.postgres import PostgresDatabase  # noqa: PLC0415 - psycopg: see open
+
             db = PostgresDatabase.open_reader(location, timeout, bounded=bounded)
         else:
             path = Path(location)
@@ -166,6 +171,8 @@ class StoreBase:
 def _schema_is_current(conn: Connection, location: StateLocation) -> bool:
     """True if the store at ``location`` exists and its schema is this dpproxy's version."""
     if isinstance(location, PostgresState):
+        from accountant.postgres_schema import APPLICATION  # noqa: PLC0415 - psycopg: see open
+
         table = f'"{location.schema}".schema_version'
         (present,) = conn.execute("SELECT to_regclass(?) IS NOT NULL", (table,)).fetchone()
         version_sql = "SELECT max(version) FROM schema_version WHERE application = ?"

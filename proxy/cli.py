@@ -16,9 +16,8 @@ from accountant import AccountantError
 from proxy import __version__
 from proxy.admin.common import CommandError, UsageError, read_password
 from proxy.admin.parser import add_admin_commands
-from proxy.backends import BackendError
-from proxy.demo import CONFIG_FILE, PostgresTarget, connection_banner, prepare, served_database
-from proxy.demo_data import DEFAULT_SEED, MAX_PATIENTS
+from proxy.backend_error import BackendError
+from proxy.demo_defaults import CONFIG_FILE, DEFAULT_SEED, MAX_PATIENTS
 from proxy.protocol.scram import make_verifier
 from proxy.settings import (
     CONFIG_ENV,
@@ -29,7 +28,7 @@ from proxy.settings import (
     host_syntax_problem,
     load_settings,
 )
-from rewriter import PolicyError
+from rewriter.errors import PolicyError
 
 EXIT_USAGE = 2
 EXIT_FAILURE = 1
@@ -190,6 +189,10 @@ def _dispatch(args: argparse.Namespace, argv: Sequence[str]) -> int:
         _serve(settings, banner=None)
         return 0
     if args.command == "demo":
+        # Deferred, as the server's modules are: the demo's data generator imports numpy,
+        # DuckDB and psycopg, which the admin commands need not pay.
+        from proxy.demo import PostgresTarget, prepare  # noqa: PLC0415
+
         directory: Path = args.dir
         if getattr(args, "schema_given", False) and args.postgres is None:
             raise UsageError(
@@ -295,6 +298,7 @@ def _bind_problem(host: str, port: int, error: OSError, options: str) -> str:
 def _serve(settings: Settings, banner: Path | None) -> None:
     # Deferred: the server's modules take a third of a second to import, which the admin
     # commands need not pay.
+    from proxy.demo import connection_banner, served_database  # noqa: PLC0415
     from proxy.runner import run  # noqa: PLC0415
     from proxy.server import run_event_loop  # noqa: PLC0415
 

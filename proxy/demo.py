@@ -14,11 +14,11 @@ from psycopg.conninfo import conninfo_to_dict
 
 from proxy.admin.common import CommandError, UsageError
 from proxy.demo_data import TABLES, DemoSize, generate, load_postgres, summary, write_duckdb
+from proxy.demo_defaults import CONFIG_FILE
 from proxy.protocol.scram import make_verifier
 from proxy.settings import BackendSettings
 
 DATABASE_FILE = "demo.duckdb"
-CONFIG_FILE = "dpproxy.toml"
 STATE_FILE = "state.sqlite"
 
 
@@ -126,7 +126,7 @@ lower = 2020-01-01
 upper = 2024-12-31
 
 [tables.departments]
-public = true                # a lookup table without personal data: join it freely
+public = true                # a lookup table without personal data, joined on its key
 
 [tables.departments.columns.building]
 domain = ["Cancer Center", "Children's Pavilion", "Heart Center", "Main Building",

@@ -33,6 +33,8 @@ import numpy.typing as npt
 import psycopg
 from psycopg import sql
 
+from proxy.demo_defaults import DEFAULT_SEED, MAX_PATIENTS
+
 __all__ = [
     "DEFAULT_SEED",
     "MAX_PATIENTS",
@@ -50,10 +52,6 @@ __all__ = [
 Progress = Callable[[str], None]
 Column = npt.NDArray[Any]
 Columns = Mapping[str, Column]
-
-DEFAULT_SEED = 20261122
-MAX_PATIENTS = 1_000_000
-"""Upper bound on :attr:`DemoSize.patients` (about 4.5 million visits, a few hundred MB)."""
 
 FIRST_VISIT_DAY = dt.date(2020, 1, 1)
 LAST_VISIT_DAY = dt.date(2024, 12, 31)

@@ -53,7 +53,7 @@ from proxy.sqlstate import (
     PROGRAM_LIMIT_EXCEEDED,
     PROTOCOL_VIOLATION,
 )
-from proxy.statements import Kind, StatementSyntaxError, recognize
+from proxy.statements import Kind, StatementSyntaxError, recognize, strip_sql
 
 logger = logging.getLogger(__name__)
 
@@ -136,6 +136,14 @@ class ExtendedQueries:
         parsed = parameters.prepare(msg.query, msg.parameter_types)
         self.statements[msg.statement] = PreparedStatement(parsed)
         return codec.parse_complete()
+
+    def snapshot_taken(self, session: Session, statement: str) -> None:
+        """After Parse or Bind of the prepared statement named ``statement``: as
+        PostgreSQL, whose parse analysis of a query (not of SET, SHOW, BEGIN...) takes the
+        transaction's snapshot, the session's transaction block has its modes set from
+        then on (SET TRANSACTION ISOLATION LEVEL is 25001 after it)."""
+        if _is_query(self.statements[statement].sql):
+            session.query_prepared()
 
     def _check_room(self, name: str, sql: str) -> None:
         """Refuse a statement that would make this connection hold too many, or too much."""
@@ -225,10 +233,6 @@ class ExtendedQueries:
                     n.message, severity=n.severity, code=n.code, detail=n.detail, hint=n.hint
                 )
                 for n in portal.result.notices
-            )
-            parts.extend(
-                codec.parameter_status(name, value)
-                for name, value in portal.result.parameter_status
             )
         result = portal.result
         if result.empty:
@@ -387,6 +391,15 @@ def _with_count(tag: str, count: int) -> str:
     if len(words) > 1 and words[0] in _COUNTED_TAGS and words[-1].isdigit():
         return " ".join([*words[:-1], str(count)])
     return tag
+
+
+def _is_query(sql: str) -> bool:
+    """Whether ``sql`` is a query, not a session statement (nor empty, nor one that fails
+    as one: its error comes when it runs)."""
+    try:
+        return recognize(sql) is None and bool(strip_sql(sql))
+    except (StatementSyntaxError, QueryError):
+        return False
 
 
 def _cleanup_statement(sql: str) -> _Cleanup | None:

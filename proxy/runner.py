@@ -14,7 +14,7 @@ from accountant import AdminChange
 from proxy.admin.seed import configured, current_actor, differences
 from proxy.answers import AnswerCache, duckdb_file_version, no_version
 from proxy.app import DpproxyApp
-from proxy.backends import Backend, BackendError, column_digits, column_types
+from proxy.backends import Backend, BackendError, Schema, column_digits, column_types
 from proxy.backends.duckdb import DuckDBBackend
 from proxy.backends.postgres import PostgresBackend
 from proxy.catalog import CatalogResponder
@@ -24,6 +24,7 @@ from proxy.domain_columns import check_domain_columns
 from proxy.ledger import AsyncLedger
 from proxy.pipeline import Pipeline
 from proxy.postprocess import PostProcessor
+from proxy.public_keys import find_public_keys
 from proxy.selfservice import SelfServiceResponder
 from proxy.server import Server
 from proxy.settings import BackendSettings, ConfigError, ServerSettings, Settings
@@ -91,6 +92,39 @@ def catalog_responder(catalog: Catalog, declared: Declared | None) -> CatalogRes
         ) from None
 
 
+async def load_catalog(settings: Settings, backend: Backend) -> tuple[Catalog, Schema]:
+    """The catalog of the configured tables, checked against the database (PolicyError),
+    with the columns each public table may be joined on (proxy.public_keys); and the
+    schema as the database declares it."""
+    schema = settings.backend.schema_or_default
+    declared = await backend.schema_declared(schema)
+
+    def built(unique: dict[str, list[str]]) -> Catalog:
+        return build_catalog(
+            column_types(declared),
+            settings.tables,
+            schema=schema,
+            digits=column_digits(declared),
+            finite_decimals=backend.finite_decimals,
+            unique=unique,
+        )
+
+    built({})  # the policies checked against the schema before any key is looked for
+    opendp()  # loaded now (deferred by the commands that answer no query)
+    check_unit_columns(declared, settings.tables)
+    check_domain_columns(declared, settings.tables)
+    if settings.backend.engine == "postgres":
+        check_text_collations(declared, settings.tables)
+    for note in await check_unit_keys(backend, schema, declared, settings.tables):
+        logger.info("%s", note)
+    public = await find_public_keys(backend, schema, declared, settings.tables)
+    for note in public.notes:
+        logger.info("%s", note)
+    for warning in public.warnings:
+        logger.warning("%s", warning)
+    return built(public.unique), declared
+
+
 async def run(settings: Settings, on_ready: Callable[[int], None]) -> None:
     """Serve until SIGINT or SIGTERM. ``on_ready`` gets the bound port."""
     context = ssl_context(settings.server)
@@ -98,22 +132,7 @@ async def run(settings: Settings, on_ready: Callable[[int], None]) -> None:
     ledger: AsyncLedger | None = None
     pipeline: Pipeline | None = None
     try:
-        schema = settings.backend.schema_or_default
-        declared = await backend.schema_declared(schema)
-        catalog = build_catalog(
-            column_types(declared),
-            settings.tables,
-            schema=schema,
-            digits=column_digits(declared),
-            finite_decimals=backend.finite_decimals,
-        )
-        opendp()  # loaded now (deferred by the commands that answer no query)
-        check_unit_columns(declared, settings.tables)
-        check_domain_columns(declared, settings.tables)
-        if settings.backend.engine == "postgres":
-            check_text_collations(declared, settings.tables)
-        for note in await check_unit_keys(backend, schema, declared, settings.tables):
-            logger.info("%s", note)
+        catalog, declared = await load_catalog(settings, backend)
         ledger = AsyncLedger(
             settings.state.location, lock_timeout=settings.state.lock_timeout_seconds
         )

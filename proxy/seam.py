@@ -48,15 +48,15 @@ class StatementResult:
 
     ``columns`` is None for statements that return no rows (SET, BEGIN, ...): the server
     then sends only CommandComplete. ``rows`` hold text-format values (None is NULL).
-    ``parameter_status`` lists ParameterStatus messages to send (e.g. after SET
-    application_name). ``empty`` marks an empty query string (EmptyQueryResponse).
+    ``empty`` marks an empty query string (EmptyQueryResponse). The ParameterStatus
+    messages of reported values a statement changed are not part of it: the server sends
+    them before ReadyForQuery from :meth:`Session.reported_parameters`.
     """
 
     tag: str
     columns: tuple[ColumnDescription, ...] | None = None
     rows: tuple[tuple[str | None, ...], ...] = ()
     notices: tuple[Notice, ...] = ()
-    parameter_status: tuple[tuple[str, str], ...] = ()
     empty: bool = False
 
 
@@ -116,7 +116,9 @@ class Session(Protocol):
 
     def reported_parameters(self) -> dict[str, str]:
         """The session's values of the parameters it reports (ParameterStatus), under
-        PostgreSQL's names: the startup packet may have set them (TimeZone, …)."""
+        PostgreSQL's names: the startup packet may have set them (TimeZone, …). Before
+        each ReadyForQuery the server sends those that changed since it last told the
+        client, as PostgreSQL 15 does."""
         ...
 
     async def execute(self, sql: str) -> StatementResult:
@@ -130,10 +132,15 @@ class Session(Protocol):
         cancel request stops the statements not run yet."""
         ...
 
-    def end_several(self, *, failed: bool) -> tuple[tuple[str, str], ...]:
+    def end_several(self, *, failed: bool) -> None:
         """That Query ended, at an error if ``failed``: its implicit transaction block
-        ends (settings it changed are undone if it failed). Returns the ParameterStatus
-        messages of reported values this changed."""
+        ends (settings it changed are undone if it failed)."""
+        ...
+
+    def query_prepared(self) -> None:
+        """The extended protocol's Parse or Bind of a query (not of SET, SHOW, BEGIN...)
+        takes the transaction's snapshot, as in PostgreSQL: the transaction block's modes
+        are fixed from then (SET TRANSACTION ISOLATION LEVEL is refused after it)."""
         ...
 
     async def describe(self, sql: str) -> tuple[ColumnDescription, ...] | None:

@@ -175,14 +175,14 @@ class _ClosedProbe:
 
 
 def encode_result(result: StatementResult) -> bytes:
-    """The backend messages answering one successful statement, before ReadyForQuery."""
+    """The backend messages answering one successful statement, before ReadyForQuery
+    (which is preceded by the ParameterStatus of values changed: ``_Connection.ready``)."""
     parts = [
         codec.notice_response(
             n.message, severity=n.severity, code=n.code, detail=n.detail, hint=n.hint
         )
         for n in result.notices
     ]
-    parts.extend(codec.parameter_status(name, value) for name, value in result.parameter_status)
     if result.empty:
         parts.append(codec.EMPTY_QUERY_RESPONSE)
         return b"".join(parts)
@@ -386,6 +386,8 @@ class _Connection:
         self.out: list[bytes] = []
         self.out_size = 0
         self.extended = ExtendedQueries()
+        # The value of each reported parameter the client was last told (ParameterStatus).
+        self.reported: dict[str, str] = {}
         self.encrypted = False
         # False only while waiting for the client (nothing of its own under way): then a
         # shutdown ends the connection at once (shutdown_if_idle).
@@ -639,8 +641,8 @@ class _Connection:
             return None
         # After the session applied the startup packet's settings: their values, as
         # PostgreSQL reports them.
-        reported = self.app.server_parameters() | session.reported_parameters()
-        for name, value in reported.items():
+        self.reported = self.app.server_parameters() | session.reported_parameters()
+        for name, value in self.reported.items():
             self.send(codec.parameter_status(name, value))
         self.process_id, self.secret_key = self.server.register(self)
         self.send(codec.backend_key_data(self.process_id, self.secret_key))
@@ -735,11 +737,27 @@ class _Connection:
                 raise ProtocolViolation(f"unexpected {type(msg).__name__} message")
 
     def ready(self, session: Session) -> None:
-        """ReadyForQuery. Outside a transaction block the (implicit) transaction has ended,
-        and its portals with it (``ExtendedQueries.sync``)."""
+        """ReadyForQuery, after the ParameterStatus of each reported value that differs
+        from what the client was last told (``report_changes``). Outside a transaction
+        block the (implicit) transaction has ended, and its portals with it
+        (``ExtendedQueries.sync``)."""
         status = _status(session)
         self.extended.sync(TransactionStatus(status), session.transactions_ended)
+        self.report_changes(session)
         self.send(codec.ready_for_query(status))
+
+    def report_changes(self, session: Session) -> None:
+        """As PostgreSQL 15 (ReportChangedGUCOptions, just before ReadyForQuery): one
+        ParameterStatus per reported parameter whose value now differs from the one last
+        sent, in the order of PostgreSQL's parameter table (by name, case aside). Two SETs
+        of TimeZone in one Query give one message, with the last value; a SET to the value
+        it had, or one a ROLLBACK (or a failed Query's implicit block) undid, none."""
+        values = session.reported_parameters()
+        for name in sorted(values, key=str.lower):
+            value = values[name]
+            if self.reported.get(name) != value:
+                self.reported[name] = value
+                self.send(codec.parameter_status(name, value))
 
     async def extended_message(
         self, session: Session, msg: Parse | Bind | Describe | Execute | Close
@@ -748,8 +766,10 @@ class _Connection:
         try:
             if isinstance(msg, Parse):
                 response = self.extended.parse(msg)
+                self.extended.snapshot_taken(session, msg.statement)
             elif isinstance(msg, Bind):
                 response = self.extended.bind(msg)
+                self.extended.snapshot_taken(session, msg.statement)
             elif isinstance(msg, Describe):
                 self.start_checking_client()  # it plans the statement
                 try:
@@ -792,8 +812,8 @@ class _Connection:
             self.send(encode_query_error(err))
             session.abort_transaction()
         else:
-            restored = await run_statements(session, statements, partial(self.statement, session))
-            self.send(b"".join(codec.parameter_status(name, value) for name, value in restored))
+            # What the end of a Query's implicit block restored is reported by ready().
+            await run_statements(session, statements, partial(self.statement, session))
         self.ready(session)
 
     async def statement(self, session: Session, statement: Statement) -> bool:

@@ -176,8 +176,17 @@ class AnalystSession:
         return self._transactions_ended
 
     def abort_transaction(self) -> None:
-        if self._status is TransactionStatus.IN_TRANSACTION:
-            self._status = TransactionStatus.FAILED
+        """An error in a transaction block fails it. As PostgreSQL, which aborts the
+        innermost (sub)transaction at once, the settings go back to what they were when it
+        began (the innermost savepoint, else the block): ROLLBACK TO or ROLLBACK then
+        changes nothing more, and the client is told of a reported value undone at this
+        Query's ReadyForQuery (proxy.server)."""
+        if self._status is not TransactionStatus.IN_TRANSACTION:
+            return
+        self._status = TransactionStatus.FAILED
+        restored = self._savepoints[-1].settings if self._savepoints else self._begun
+        if restored is not None:
+            self._restore(restored)
 
     def reported_parameters(self) -> dict[str, str]:
         """The values of the parameters reported on change, under PostgreSQL's names (the
@@ -198,16 +207,13 @@ class AnalystSession:
         self._several = True
         self._several_canceled = False
 
-    def end_several(self, *, failed: bool) -> tuple[tuple[str, str], ...]:
+    def end_several(self, *, failed: bool) -> None:
         """As PostgreSQL at the end of a Query of several statements: its implicit
         transaction block, if still open, commits (SET LOCAL values end) or, after an
         error, rolls back (the settings go back to those before it)."""
         self._several = self._several_canceled = False
-        if not self._implicit:
-            return ()
-        return self._end_block(
-            commit=not failed and self._status is TransactionStatus.IN_TRANSACTION
-        )
+        if self._implicit:
+            self._end_block(commit=not failed and self._status is TransactionStatus.IN_TRANSACTION)
 
     async def execute(self, sql: str) -> StatementResult:
         try:
@@ -215,8 +221,7 @@ class AnalystSession:
                 self._next_of_several()
             return await self._execute(sql)
         except QueryError:
-            if self._status is TransactionStatus.IN_TRANSACTION:
-                self._status = TransactionStatus.FAILED
+            self.abort_transaction()
             raise
 
     async def describe(self, sql: str) -> tuple[ColumnDescription, ...] | None:
@@ -225,7 +230,6 @@ class AnalystSession:
                 return None
             statement = self._recognize(sql)
             if statement is None:
-                self._query_begins()
                 with self._statement() as token:
                     system = await self._system_answer(sql, token)
                     if system is not None:
@@ -245,8 +249,7 @@ class AnalystSession:
                         raise canceled(token.reason)
                     return columns
         except QueryError:
-            if self._status is TransactionStatus.IN_TRANSACTION:
-                self._status = TransactionStatus.FAILED
+            self.abort_transaction()
             raise
         if statement.kind is Kind.SHOW and statement.name == "all":
             return SHOW_ALL_COLUMNS
@@ -347,6 +350,12 @@ class AnalystSession:
         if self._block is not None:
             self._block.queried = True
 
+    def query_prepared(self) -> None:
+        """The extended protocol's Parse or Bind of a query (proxy.extended): as in
+        PostgreSQL, which takes the transaction's snapshot to analyse it, the block's
+        modes are set from now. (A Describe of a prepared statement takes none.)"""
+        self._query_begins()
+
     def _put_parameter(self, name: str, value: str) -> None:
         """Set a parameter; a custom one not defined yet only while the session has fewer
         than MAX_CUSTOM_PARAMETERS (54000 else, and nothing changes)."""
@@ -378,9 +387,7 @@ class AnalystSession:
             return StatementResult(tag="", empty=True)
         statement = self._recognize(sql)
         if statement is not None:
-            if statement.kind in _CONTROL_KINDS or (
-                statement.kind is Kind.SET and statement.name == "transaction"
-            ):
+            if statement.kind in _CONTROL_KINDS or statement.transaction:
                 return self._control(read_transaction_statement(sql))
             if statement.kind is Kind.SET:
                 statement = read_set(sql, statement, _KNOWN_PARAMETERS)
@@ -469,10 +476,10 @@ class AnalystSession:
         # Outside a block, and in a Query's implicit one (which it ends), a warning.
         warning = _warning("there is no transaction in progress", NO_ACTIVE_SQL_TRANSACTION)
         notices = (warning,) if block is None or self._implicit else ()
-        reported = self._end_block(commit=committed)
+        self._end_block(commit=committed)
         if end.chain and block is not None:
             self._open_block(implicit=False, modes=block)
-        return StatementResult(tag=tag, notices=notices, parameter_status=reported)
+        return StatementResult(tag=tag, notices=notices)
 
     def _set_mode_parameter(self, name: str, value: str | None, tag: str) -> StatementResult:
         """SET, SET ... TO DEFAULT (``value`` None) or RESET of a transaction_* parameter:
@@ -487,7 +494,7 @@ class AnalystSession:
     def _set_defaults(self, statement: SetModes) -> StatementResult:
         """SET SESSION CHARACTERISTICS AS TRANSACTION: SET of default_transaction_* for
         each mode, all or none; SET LOCAL outside a block changes nothing (no warning, as
-        in PostgreSQL). ParameterStatus for a reported value it changed."""
+        in PostgreSQL)."""
         before, kept = self._settings(), self._kept
         try:
             for name, value in statement.modes:
@@ -501,12 +508,7 @@ class AnalystSession:
             raise
         if statement.local and kept is None:
             self._restore(before)
-        changed = tuple(
-            (shown, self._parameters[name])
-            for name, shown in REPORTED_PARAMETERS.items()
-            if before.parameters[name] != self._parameters[name]
-        )
-        return StatementResult(tag="SET", parameter_status=changed)
+        return StatementResult(tag="SET")
 
     def _open_block(self, *, implicit: bool, modes: TransactionBlock) -> None:
         """Open a block with the isolation level and access mode of ``modes``."""
@@ -523,9 +525,9 @@ class AnalystSession:
         if self._status is TransactionStatus.IDLE:
             self._open_block(implicit=True, modes=session_defaults(self._parameters))
 
-    def _end_block(self, *, commit: bool) -> tuple[tuple[str, str], ...]:
+    def _end_block(self, *, commit: bool) -> None:
         """End the transaction block (if any): keep what COMMIT keeps, or go back to the
-        settings at its start; the ParameterStatus messages of reported values changed."""
+        settings at its start."""
         restored = self._kept if commit else self._begun
         if self._status is not TransactionStatus.IDLE:
             self._transactions_ended += 1
@@ -534,7 +536,8 @@ class AnalystSession:
         self._begun = self._kept = None
         self._block = None
         self._implicit = False
-        return () if restored is None else self._restore(restored)
+        if restored is not None:
+            self._restore(restored)
 
     def _set_local_outside_block(self, name: str, value: str | None) -> StatementResult:
         """As PostgreSQL: a warning, and no effect (the value is still checked)."""
@@ -554,13 +557,8 @@ class AnalystSession:
             parameters=dict(self._parameters),
         )
 
-    def _restore(self, settings: _Settings) -> tuple[tuple[str, str], ...]:
-        """Put ``settings`` back; the ParameterStatus messages of reported values changed."""
-        changed = tuple(
-            (reported, settings.parameters[name])
-            for name, reported in REPORTED_PARAMETERS.items()
-            if settings.parameters[name] != self._parameters[name]
-        )
+    def _restore(self, settings: _Settings) -> None:
+        """Put ``settings`` back."""
         self._epsilon = settings.epsilon
         self._mechanism = settings.mechanism
         self._delta = settings.delta
@@ -571,7 +569,6 @@ class AnalystSession:
         custom = {name: "" for name in self._parameters if is_placeholder(name)}
         self._parameters = {**custom, **settings.parameters}
         self._snapshot = None
-        return changed
 
     def _transaction_statement(self, statement: SessionStatement) -> StatementResult:
         """SAVEPOINT, RELEASE, ROLLBACK TO, DISCARD and DEALLOCATE. Prepared statements
@@ -587,8 +584,8 @@ class AnalystSession:
                     raise QueryError(
                         ACTIVE_SQL_TRANSACTION, "DISCARD ALL cannot run inside a transaction block"
                     )
-                reset = self._reset("all")
-                return StatementResult(tag="DISCARD ALL", parameter_status=reset.parameter_status)
+                self._reset("all")
+                return StatementResult(tag="DISCARD ALL")
             return StatementResult(tag=f"DISCARD {name.upper()}")
         what = "SAVEPOINT" if statement.kind is Kind.SAVEPOINT else statement.kind.value
         if kept is None or self._implicit:  # as PostgreSQL, not in a Query's implicit block
@@ -609,7 +606,8 @@ class AnalystSession:
         self._status = TransactionStatus.IN_TRANSACTION
         savepoint = self._savepoints[position]
         self._kept = savepoint.kept
-        return StatementResult(tag="ROLLBACK", parameter_status=self._restore(savepoint.settings))
+        self._restore(savepoint.settings)
+        return StatementResult(tag="ROLLBACK")
 
     def _show(self, name: str) -> StatementResult:
         if name == EPSILON_PARAMETER:
@@ -665,7 +663,8 @@ class AnalystSession:
         else the defaults), as PostgreSQL does; RESET ALL: every setting."""
         defaults = self._defaults
         if name == "all":
-            return StatementResult(tag="RESET", parameter_status=self._restore(defaults))
+            self._restore(defaults)
+            return StatementResult(tag="RESET")
         if name in TRANSACTION_PARAMETERS:
             return self._set_mode_parameter(name, None, "RESET")
         field = _FIELDS.get(name)
@@ -679,7 +678,7 @@ class AnalystSession:
             raise QueryError(CANT_CHANGE_RUNTIME_PARAM, f'parameter "{name}" cannot be changed')
         check_name(name)
         self._put_parameter(name, defaults.parameters.get(name, ""))  # "": a custom one's
-        return StatementResult(tag="RESET", parameter_status=self._report(name))
+        return StatementResult(tag="RESET")
 
     def apply_startup_parameters(self, parameters: Mapping[str, str]) -> None:
         """The startup packet's settings, applied as SET would apply them, as PostgreSQL
@@ -731,11 +730,7 @@ class AnalystSession:
         self._put_parameter(
             name, checked_value(name, value, self._parameters, self._defaults.parameters)
         )
-        return StatementResult(tag="SET", parameter_status=self._report(name))
-
-    def _report(self, name: str) -> tuple[tuple[str, str], ...]:
-        reported = REPORTED_PARAMETERS.get(name)
-        return () if reported is None else ((reported, self._parameters[name]),)
+        return StatementResult(tag="SET")
 
     def _parse_report(self, value: str) -> Report:
         wanted = value.strip().lower()

@@ -1,10 +1,14 @@
 """SET statements read as PostgreSQL reads them.
 
-proxy.statements recognises a SET and its parameter; ``read_set`` reads the value again
-from the statement's text, token by token as PostgreSQL's lexer would (proxy.sql_tokens):
-E'...' strings with their backslash escapes, strings continued on the next line, numbers
-as PostgreSQL writes them back, lists, and SET TIME ZONE's LOCAL, DEFAULT and INTERVAL
-forms.
+proxy.statements recognises a SET and its parameter; ``read_set`` reads the name and
+value again from the statement's text, token by token as PostgreSQL's lexer would
+(proxy.sql_tokens), by PostgreSQL 15's grammar: a name of parts separated by dots, each
+a word or a quoted identifier ("dpproxy"."epsilon" is dpproxy.epsilon), its value any
+string constant ('...', E'...' with its backslash escapes, U&'...', $$...$$, continued
+on the next line), a word that is not one of PostgreSQL's reserved key words (but ON,
+TRUE and FALSE), or a number (written back as PostgreSQL writes it), lists of these,
+and SET TIME ZONE's LOCAL, DEFAULT and INTERVAL forms. Anything else is a syntax error
+(42601), as in PostgreSQL: SET x = TO, SET x = NULL, SET x = N'1'.
 """
 
 from __future__ import annotations
@@ -13,12 +17,26 @@ import dataclasses
 import re
 from collections.abc import Collection
 
+from proxy.catalog.keywords import KEYWORDS
 from proxy.intervals import HOUR, MINUTE, SECOND, interval_text, read_interval
 from proxy.parameter_table import is_placeholder
 from proxy.seam import QueryError
-from proxy.sql_tokens import Token, sql_tokens, syntax_error
+from proxy.sql_tokens import Token, shown, sql_tokens, syntax_error
 from proxy.sqlstate import INVALID_PARAMETER_VALUE
 from proxy.statements import SessionStatement
+
+#: PostgreSQL's reserved key words (R) and those reserved but for function and type
+#: names (T): neither may be part of a parameter's name unless quoted (ColId); a value may
+#: be a T key word, not an R one but ON, TRUE and FALSE (NonReservedWord_or_Sconst).
+_RESERVED = frozenset(
+    word for (category, _), words in KEYWORDS.items() if category == "R" for word in words.split()
+)
+_NOT_NAMES = _RESERVED | frozenset(
+    word for (category, _), words in KEYWORDS.items() if category == "T" for word in words.split()
+)
+_NOT_VALUES = _RESERVED - {"on", "true", "false"}
+#: What may follow SET's SESSION or LOCAL when that word is the parameter's name.
+_AFTER_NAME = frozenset({Token("symbol", "="), Token("word", "to"), Token("symbol", ".")})
 
 _ZONE_SYNTAX_HINT = (
     "write SET TIME ZONE 'Europe/Berlin' (a time zone name), a number of hours east of "
@@ -39,14 +57,17 @@ def read_set(
     if not tokens or tokens[0] != Token("word", "set"):
         raise syntax_error("expected SET <parameter> = <value>")
     words = tokens[1:]
-    if words and words[0].kind == "word" and words[0].text in ("session", "local"):
+    if _is_scope(words):
         words = words[1:]
     if [(t.kind, t.text) for t in words[:2]] == [("word", "time"), ("word", "zone")]:
         return dataclasses.replace(statement, name="timezone", value=_zone_value(words[2:]))
     name, position = _parameter_name(words)
     rest = words[position:]
     if not rest or rest[0] not in (Token("symbol", "="), Token("word", "to")):
-        raise syntax_error(f"expected SET {name} = <value> or SET {name} TO <value>")
+        near = f'at or near "{shown(rest[0])}"' if rest else "at end of input"
+        raise syntax_error(
+            f"syntax error {near}", hint=f"write SET {name} = <value> or SET {name} TO <value>"
+        )
     if rest[1:] == [Token("word", "default")]:
         return dataclasses.replace(statement, name=name, value=None)
     arguments = _arguments(rest[1:], name)
@@ -59,15 +80,29 @@ def read_set(
     return dataclasses.replace(statement, name=name, value=", ".join(texts))
 
 
+def _is_scope(words: list[Token]) -> bool:
+    """Whether ``words`` (what follows SET) begin with SESSION or LOCAL, the scope of the
+    SET; not the name of a parameter (SET session = 1, SET local.x = 1), as in PostgreSQL."""
+    return (
+        len(words) > 1
+        and words[0] in (Token("word", "session"), Token("word", "local"))
+        and words[1] not in _AFTER_NAME
+    )
+
+
 def _parameter_name(words: list[Token]) -> tuple[str, int]:
     """The parameter named at the start of ``words`` (a.b for a custom one) and where
-    its value begins."""
+    its value begins. Quoted parts are compared in any case, as PostgreSQL compares
+    parameters' names: "DPPROXY"."Epsilon" is dpproxy.epsilon."""
     parts: list[str] = []
     position = 0
     while True:
-        if position >= len(words) or words[position].kind not in ("word", "ident"):
-            raise syntax_error("expected SET <parameter> = <value>")
-        parts.append(words[position].text.lower())
+        if position >= len(words):
+            raise syntax_error("syntax error at end of input")
+        word = words[position]
+        if word.kind not in ("word", "ident") or (word.kind == "word" and word.text in _NOT_NAMES):
+            raise syntax_error(f'syntax error at or near "{shown(word)}"')
+        parts.append(word.text.lower())
         position += 1
         if position < len(words) and words[position] == Token("symbol", "."):
             position += 1
@@ -93,15 +128,17 @@ def _arguments(tokens: list[Token], name: str) -> list[Token]:
                 raise syntax_error(f'syntax error at or near "{sign}"')
         if token.kind == "number":
             arguments.append(Token("number", _number_text(sign, token.text)))
-        elif token.kind in ("string", "ident", "word") and token != Token("word", "default"):
+        elif token.kind in ("string", "ident") or (
+            token.kind == "word" and token.text not in _NOT_VALUES
+        ):
             arguments.append(token)
         else:
-            raise syntax_error(f'syntax error at or near "{token.text}" in SET {name}')
+            raise syntax_error(f'syntax error at or near "{shown(token)}" in SET {name}')
         position += 1
         if position == len(tokens):
             return arguments
         if tokens[position] != Token("symbol", ","):
-            raise syntax_error(f'syntax error at or near "{tokens[position].text}" in SET {name}')
+            raise syntax_error(f'syntax error at or near "{shown(tokens[position])}" in SET {name}')
         position += 1
 
 

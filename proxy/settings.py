@@ -33,8 +33,8 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 from accountant import AnalystBudget, Epsilon, InvalidAmount, Mechanism, Period, PostgresState
 from accountant.analysts import name_problem
 from accountant.budget import budget_delta, budget_epsilon
-from accountant.postgres import DEFAULT_SCHEMA as DEFAULT_STATE_SCHEMA
-from accountant.postgres import check_dsn, check_schema_name
+from accountant.postgres_state import DEFAULT_SCHEMA as DEFAULT_STATE_SCHEMA
+from accountant.postgres_state import check_dsn, check_schema_name
 from proxy.protocol.scram import InvalidVerifier, parse_verifier
 from rewriter.policy import TablePolicy
 

@@ -121,14 +121,15 @@ def split_statements(sql: str) -> list[Statement]:
 
 async def run_statements(
     session: Session, statements: Sequence[T], run: Callable[[T], Awaitable[bool]]
-) -> tuple[tuple[str, str], ...]:
+) -> None:
     """Run ``statements`` (split_query's) in order with ``run``, which answers one
     statement and returns False after an error; stop at the first error. Several run in
-    the session's implicit transaction block: the ParameterStatus messages of values its
-    end restored are returned, to send before ReadyForQuery."""
+    the session's implicit transaction block, which ends here (a reported value its end
+    restored is told to the client before ReadyForQuery, from
+    ``Session.reported_parameters``)."""
     if len(statements) == 1:
         await run(statements[0])
-        return ()
+        return
     session.begin_several()
     failed = True
     try:
@@ -138,5 +139,4 @@ async def run_statements(
         else:
             failed = False
     finally:
-        restored = session.end_several(failed=failed)
-    return restored
+        session.end_several(failed=failed)

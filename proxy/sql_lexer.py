@@ -449,7 +449,7 @@ def _uescape(sql: str, lexemes: list[Lexeme], index: int) -> tuple[str, ErrorMes
     while after < lexeme.end and sql[after] in SQL_SPACE:
         after += 1
     if after < lexeme.end:  # more code after UESCAPE
-        return "", at_or_near(_UESCAPE_NEEDS, _token_text(sql, after, lexeme.end))
+        return "", at_or_near(_UESCAPE_NEEDS, token_text(sql, after, lexeme.end))
     index += 1
     while index < len(lexemes) and lexemes[index].kind == COMMENT:
         index += 1
@@ -472,7 +472,7 @@ def _uescape(sql: str, lexemes: list[Lexeme], index: int) -> tuple[str, ErrorMes
         tag = sql.index("$", start + 1) + 1 - start
         value = sql[start + tag : end - tag]
     elif kind == CODE:
-        return "", at_or_near(_UESCAPE_NEEDS, _token_text(sql, start, end))
+        return "", at_or_near(_UESCAPE_NEEDS, token_text(sql, start, end))
     else:
         return "", at_or_near(_UESCAPE_NEEDS, sql[start] if sql[start] in "nN" else sql[start:end])
     if valid_uescape(value):
@@ -481,13 +481,13 @@ def _uescape(sql: str, lexemes: list[Lexeme], index: int) -> tuple[str, ErrorMes
 
 
 #: A token of PostgreSQL's at the start of code: a name, a number, an operator (trimmed
-#: by _token_text), or another character.
+#: by token_text), or another character.
 _PG_TOKEN = re.compile(
     f"[{_IDENT_START}][{_IDENT_CONT}]*+|{_NUMBER}|::|:=|\\.\\.|[-~!@#^&|`?+*/%<>=]++|.", re.DOTALL
 )
 
 
-def _token_text(sql: str, start: int, end: int) -> str:
+def token_text(sql: str, start: int, end: int) -> str:
     """The token PostgreSQL reads at ``sql[start]``, in code that ends at ``end``: an
     operator ending in + or - loses them unless it holds one of ~!@#^&|`?%."""
     found = _PG_TOKEN.match(sql, start, end)

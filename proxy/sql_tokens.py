@@ -1,11 +1,13 @@
 """SQL text read token by token as PostgreSQL's lexer reads it (proxy.sql_lexer).
 
 ``sql_tokens`` splits a statement (a SET, for proxy.set_statement) into string constants
-(their values: '' quotes, E'...' backslash escapes as proxy.sql_escapes reads them,
-strings continued on the next line), quoted identifiers, words (folded to lower case as
-PostgreSQL folds them), numbers and symbols; white space and comments are skipped. Other
-constants (U&'...', B'...', $$...$$), parameters and other characters are refused, and
-what PostgreSQL's lexer refuses with its error.
+(their values: '' quotes, E'...' backslash escapes and U&'...' Unicode escapes, with the
+UESCAPE clause after it, as proxy.sql_escapes reads them, strings continued on the next
+line, $tag$...$tag$), quoted identifiers ("..." and U&"..."), words (folded to lower case
+as PostgreSQL folds them), numbers and symbols; white space and comments are skipped.
+Other constants (N'...', which PostgreSQL reads as a type and a string, B'...', X'...'),
+parameters and other characters are syntax errors at or near them, and what PostgreSQL's
+lexer refuses has its error.
 """
 
 from __future__ import annotations
@@ -14,19 +16,23 @@ from typing import NamedTuple
 
 from proxy.protocol.values import CHARACTER_NOT_IN_REPERTOIRE
 from proxy.seam import QueryError
-from proxy.sql_escapes import read_escape_string
+from proxy.sql_escapes import read_escape_string, read_unicode_escapes
 from proxy.sql_lexer import (
     CODE,
     CODE_TOKEN,
     COMMENT,
     CONTINUATION,
+    DOLLAR_STRING,
     ERROR,
     ESCAPE_STRING,
     QUOTED_IDENTIFIER,
     SEMICOLON,
     STRING,
+    UNICODE_IDENTIFIER,
+    UNICODE_STRING,
     lex,
     lexer_error,
+    token_text,
 )
 from proxy.sqlstate import SYNTAX_ERROR
 
@@ -37,6 +43,16 @@ class Token(NamedTuple):
 
 
 _SYMBOLS = frozenset("=,();.+-")
+
+
+def shown(token: Token) -> str:
+    """``token`` as a syntax error quotes it: a string constant or quoted identifier
+    with its quotes (as written when it was written so)."""
+    if token.kind == "string":
+        return "'" + token.text.replace("'", "''") + "'"
+    if token.kind == "ident":
+        return '"' + token.text.replace('"', '""') + '"'
+    return token.text
 
 
 def syntax_error(message: str, hint: str | None = None) -> QueryError:
@@ -56,7 +72,8 @@ def sql_tokens(sql: str) -> list[Token]:
     append = tokens.append
     new = tuple.__new__  # makes a Token faster than its constructor
     insides: list[str] | None = None  # the string constant being read (it may go on)
-    escapes = False
+    reading = STRING  # its kind: STRING, ESCAPE_STRING or UNICODE_STRING
+    unicode = False  # a U&'...' or U&"..." was read: its escapes are read at the end
     for kind, start, end, message in lex(sql):
         if kind == COMMENT:
             continue
@@ -64,7 +81,7 @@ def sql_tokens(sql: str) -> list[Token]:
             insides.append(sql[start + 1 : end - 1])
             continue
         if insides is not None:
-            append(Token("string", _value(insides, escapes)))
+            append(_constant(insides, reading))
             insides = None
         if kind == CODE:
             for word, number, other in CODE_TOKEN.findall(sql, start, end):
@@ -76,22 +93,74 @@ def sql_tokens(sql: str) -> list[Token]:
                     append(new(Token, ("symbol", other)))
                 else:
                     position = sql.index(other, start)
-                    raise syntax_error(f'syntax error at or near "{sql[position:][:20]}"')
-        elif kind in (STRING, ESCAPE_STRING):
-            escapes = kind == ESCAPE_STRING
-            quote = start if sql[start] == "'" else start + 1  # after E or N
+                    raise _syntax_error_at(token_text(sql, position, end))
+        elif kind in (STRING, ESCAPE_STRING, UNICODE_STRING):
+            if sql[start] in "nN":  # NCHAR '...': a type, then the string (at which it fails)
+                raise _syntax_error_at(sql[start + 1 : end])
+            reading = kind
+            unicode = unicode or kind == UNICODE_STRING
+            quote = sql.index("'", start)  # after E or U&
             insides = [sql[quote + 1 : end - 1]]
         elif kind == QUOTED_IDENTIFIER:
             append(Token("ident", sql[start + 1 : end - 1].replace('""', '"')))
+        elif kind == UNICODE_IDENTIFIER:
+            unicode = True
+            append(Token(_UNICODE_IDENT, sql[start + 3 : end - 1].replace('""', '"')))
+        elif kind == DOLLAR_STRING:
+            tag = sql.index("$", start + 1) + 1 - start  # $$ or $tag$
+            append(Token("string", sql[start + tag : end - tag]))
         elif kind == SEMICOLON:
             append(Token("symbol", ";"))
         elif kind == ERROR:
             raise lexer_error(message)
-        else:  # U&'...', B'...', $$...$$, U&"...", $1
-            raise syntax_error(f'syntax error at or near "{sql[start:][:20]}"')
+        else:  # B'...', X'...', $1
+            raise _syntax_error_at(sql[start:end])
     if insides is not None:
-        append(Token("string", _value(insides, escapes)))
-    return tokens
+        append(_constant(insides, reading))
+    return _unicode_escapes(tokens) if unicode else tokens
+
+
+def _syntax_error_at(text: str) -> QueryError:
+    return syntax_error(f'syntax error at or near "{text}"')
+
+
+# A U&'...' constant or U&"..." identifier whose escapes are not read yet: its text
+# between the quotes, quotes undoubled.
+_UNICODE_STRING = "unicode string"
+_UNICODE_IDENT = "unicode identifier"
+
+
+def _constant(insides: list[str], kind: str) -> Token:
+    if kind == UNICODE_STRING:
+        return Token(_UNICODE_STRING, "".join(inside.replace("''", "'") for inside in insides))
+    return Token("string", _value(insides, kind == ESCAPE_STRING))
+
+
+def _unicode_escapes(tokens: list[Token]) -> list[Token]:
+    """``tokens`` with each U&'...' and U&"..." read with its escape character: the one of
+    the UESCAPE clause after it (UESCAPE and its string are dropped), else \\. The lexer
+    has refused bad escapes and clauses (proxy.sql_lexer)."""
+    read: list[Token] = []
+    position = 0
+    while position < len(tokens):
+        kind, text = tokens[position]
+        position += 1
+        if kind not in (_UNICODE_STRING, _UNICODE_IDENT):
+            read.append(Token(kind, text))
+            continue
+        escape = "\\"
+        if (
+            position + 1 < len(tokens)
+            and tokens[position] == Token("word", "uescape")
+            and tokens[position + 1].kind == "string"
+        ):
+            escape = tokens[position + 1].text
+            position += 2
+        value, problem = read_unicode_escapes(text, escape)
+        if problem is not None:  # (the lexer gives an ERROR lexeme for it first)
+            raise lexer_error(problem)
+        read.append(Token("string" if kind == _UNICODE_STRING else "ident", value))
+    return read
 
 
 def _value(insides: list[str], escapes: bool) -> str:

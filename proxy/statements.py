@@ -15,18 +15,23 @@ import re
 from dataclasses import dataclass
 from enum import Enum
 
+from proxy.sql_escapes import read_unicode_escapes
 from proxy.sql_lexer import (
     CODE,
     COMMENT,
     CONTINUATION,
+    DOLLAR_STRING,
     ERROR,
     ESCAPE_STRING,
     QUOTED_IDENTIFIER,
     SEMICOLON,
     SQL_SPACE,
     STRING,
+    UNICODE_IDENTIFIER,
+    UNICODE_STRING,
     lex,
     lexer_error,
+    token_text,
 )
 from rewriter.parse import MAX_SQL_LENGTH
 
@@ -54,6 +59,9 @@ class SessionStatement:
     name: str | None = None
     value: str | None = None  # SET: the value as text (quotes removed); None = DEFAULT
     local: bool = False  # SET LOCAL: the value lasts until the end of the transaction
+    #: SET TRANSACTION or SET SESSION CHARACTERISTICS (name "transaction"), read again by
+    #: proxy.transaction_statements; not SET transaction = 1, a parameter's SET.
+    transaction: bool = False
 
 
 class StatementSyntaxError(Exception):
@@ -72,16 +80,27 @@ class SeveralStatements(StatementSyntaxError):
 
 #: A token in the code between proxy.sql_lexer's lexemes, and the white space after it: a
 #: name (a.b is one; a letter, _ or any character above U+007F, then digits and $ too, as
-#: PostgreSQL reads names), a number (its sign with it), = or ,.
+#: PostgreSQL reads names), a number (its sign with it), =, , or . (between quoted names).
 _TOKEN = re.compile(
     r"(?:(?P<word>[A-Za-z_\x80-\U0010ffff][A-Za-z0-9_$.\x80-\U0010ffff]*+)"
     r"|(?P<number>[-+]?+(?:[0-9]++\.?+[0-9]*+|\.[0-9]++)(?:[eE][-+]?+[0-9]++)?+)"
-    r"|(?P<symbol>[=,]))"
+    r"|(?P<symbol>[=,.]))"
     f"[{SQL_SPACE}]*+"
 )
-#: The lexemes that are tokens as they are: a string constant ('...', E'...' read by
-#: set_statement; each part of one continued on the next line apart) or quoted identifier.
-_QUOTED = frozenset({STRING, ESCAPE_STRING, CONTINUATION, QUOTED_IDENTIFIER})
+#: The lexemes that are tokens as they are: a string constant ('...', E'...', U&'...',
+#: $$...$$, read by set_statement; each part of one continued on the next line apart) or
+#: quoted identifier ("...", U&"...").
+_QUOTED = frozenset(
+    {
+        STRING,
+        ESCAPE_STRING,
+        UNICODE_STRING,
+        DOLLAR_STRING,
+        CONTINUATION,
+        QUOTED_IDENTIFIER,
+        UNICODE_IDENTIFIER,
+    }
+)
 _FIRST_WORD = re.compile(r"[A-Za-z_\x80-\U0010ffff][A-Za-z0-9_$\x80-\U0010ffff]*")
 #: White space between words, as PostgreSQL 15's lexer knows it (not \v, nor Unicode's).
 _GAP = f"[{SQL_SPACE}]+"
@@ -166,9 +185,10 @@ def _recognize(sql: str) -> SessionStatement | None:
         return _parse_show(text)
     if first == "reset":
         words = _tokens(text)[1:]
-        if len(words) != 1:
-            raise StatementSyntaxError("expected RESET <parameter> or RESET ALL")
-        return SessionStatement(Kind.RESET, _name(words[0]))
+        name, length = _var_name(words, "RESET <parameter> or RESET ALL")
+        if length != len(words):
+            raise _syntax_error_at(words[length])
+        return SessionStatement(Kind.RESET, name)
     return None
 
 
@@ -189,24 +209,71 @@ def _tokens(text: str) -> list[str]:
             while position < end:
                 match = _TOKEN.match(text, position, end)
                 if match is None:
-                    raise StatementSyntaxError(f"cannot read {text[position:][:20]!r}")
+                    raise _syntax_error_at(token_text(text, position, end))
                 tokens.append(match.group(match.lastgroup or "word"))
                 position = match.end()
-        elif kind in _QUOTED and text[start] not in "nN":  # (N'...' is NCHAR '...')
+        elif kind in _QUOTED and text[start] not in "nN":
             tokens.append(text[start:end])
         elif kind == SEMICOLON:
             raise SeveralStatements
         elif kind == ERROR:
             raise lexer_error(message)
-        elif kind != COMMENT:
-            raise StatementSyntaxError(f"cannot read {text[start:][:20]!r}")
+        elif kind == STRING:  # N'...': NCHAR, then the string, at which PostgreSQL fails
+            raise _syntax_error_at(text[start + 1 : end])
+        elif kind != COMMENT:  # B'...', X'...', $1
+            raise _syntax_error_at(text[start:end])
     return tokens
+
+
+def _syntax_error_at(near: str) -> StatementSyntaxError:
+    return StatementSyntaxError(f'syntax error at or near "{near}"')
 
 
 def _name(token: str) -> str:
     if token.startswith('"'):
         return token[1:-1].replace('""', '"').lower()
     return token.lower()
+
+
+def _is_name(token: str) -> bool:
+    """A word or a quoted identifier ("..." or U&"..."), not a constant or symbol."""
+    first = token[0]
+    if first == '"' or token[:3] in ('U&"', 'u&"'):
+        return True
+    return (first.isalpha() or first == "_" or first >= "\x80") and "'" not in token[:3]
+
+
+def _var_name(tokens: list[str], what: str) -> tuple[str, int]:
+    """The parameter named at the start of ``tokens`` (PostgreSQL's var_name: names
+    separated by dots, each a word or a quoted identifier, "dpproxy"."epsilon" as
+    dpproxy.epsilon) and how many tokens it takes; StatementSyntaxError if none."""
+    parts: list[str] = []
+    position = 0
+    while True:
+        if position >= len(tokens) or not _is_name(tokens[position]):
+            near = tokens[position] if position < len(tokens) else None
+            raise StatementSyntaxError(
+                f"expected {what}" if near is None else f'syntax error at or near "{near}"'
+            )
+        token = tokens[position]
+        position += 1
+        if token[:3] in ('U&"', 'u&"'):
+            escape = "\\"
+            following = [t.lower() for t in tokens[position : position + 1]]
+            if following == ["uescape"] and position + 1 < len(tokens):
+                escape = _value([tokens[position + 1]]) or ""
+                position += 2
+            # (the lexer refused bad escapes and UESCAPE clauses)
+            part = read_unicode_escapes(token[3:-1].replace('""', '"'), escape)[0].lower()
+        else:
+            part = _name(token)
+        parts.append(part)
+        if part.endswith(".") and not token.startswith(('"', "U&", "u&")):
+            parts[-1] = part[:-1]  # a.b."c": the word a.b. and its dot
+        elif position < len(tokens) and tokens[position] == ".":
+            position += 1
+        else:
+            return ".".join(parts), position
 
 
 def _value(tokens: list[str]) -> str | None:
@@ -225,26 +292,38 @@ def _value(tokens: list[str]) -> str | None:
     return ", ".join(parts)
 
 
+#: After these a word of SET (SESSION, LOCAL, TRANSACTION, CHARACTERISTICS) is a
+#: parameter's name, as in PostgreSQL's grammar: SET transaction = 1 sets "transaction".
+_AFTER_NAME = frozenset({"=", "to", "."})
+
+
 def _parse_set(text: str) -> SessionStatement:
     tokens = _tokens(text)[1:]
-    local = bool(tokens) and tokens[0].lower() == "local"
-    scope = [t.lower() for t in tokens[:2]]
-    if scope[:1] in (["session"], ["local"]) and scope != ["session", "characteristics"]:
-        tokens = tokens[1:]
-    if [t.lower() for t in tokens[:2]] == ["session", "characteristics"]:
+    lowered = [t.lower() for t in tokens]
+
+    def keyword(position: int, word: str) -> bool:
+        """``word`` at ``position``, and not a parameter's name there."""
+        following = lowered[position + 1 : position + 2]
+        return lowered[position : position + 1] == [word] and not _AFTER_NAME & set(following)
+
+    local = False
+    characteristics = keyword(0, "session") and keyword(1, "characteristics")
+    if not characteristics and (keyword(0, "session") or keyword(0, "local")):
+        local = lowered[0] == "local"
+        tokens, lowered = tokens[1:], lowered[1:]
+    if keyword(0, "session") and keyword(1, "characteristics"):
         # SET [LOCAL | SESSION] SESSION CHARACTERISTICS AS TRANSACTION: read again later
-        return SessionStatement(Kind.SET, "transaction", " ".join(tokens[2:]), local)
+        return SessionStatement(Kind.SET, "transaction", " ".join(tokens[2:]), local, True)
     if not tokens:
         raise StatementSyntaxError("expected SET <parameter> = <value>")
-    lowered = [t.lower() for t in tokens]
     if lowered[:2] == ["time", "zone"]:
         return SessionStatement(Kind.SET, "timezone", _value(tokens[2:]) or "UTC", local)
-    if lowered[0] in ("transaction", "role", "session_authorization"):
-        if lowered[0] == "transaction":  # SET TRANSACTION: read again later
-            return SessionStatement(Kind.SET, "transaction", " ".join(tokens[1:]), local)
+    if keyword(0, "transaction"):  # SET TRANSACTION: read again later
+        return SessionStatement(Kind.SET, "transaction", " ".join(tokens[1:]), local, True)
+    if lowered[0] in ("role", "session_authorization"):
         raise StatementSyntaxError(f"SET {tokens[0].upper()} is not supported by dpproxy")
-    name = _name(tokens[0])
-    rest = tokens[1:]
+    name, length = _var_name(tokens, "SET <parameter> = <value>")
+    rest = tokens[length:]
     if not rest or rest[0].lower() not in ("=", "to"):
         raise StatementSyntaxError(f"expected SET {name} = <value> or SET {name} TO <value>")
     if len(rest) < 2:
@@ -259,14 +338,15 @@ def _parse_show(text: str) -> SessionStatement:
         return SessionStatement(Kind.SHOW, "timezone")
     if lowered[:3] == ["transaction", "isolation", "level"] and len(lowered) == 3:
         return SessionStatement(Kind.SHOW, "transaction_isolation")
-    if len(tokens) != 1:
-        raise StatementSyntaxError("expected SHOW <parameter>")
-    return SessionStatement(Kind.SHOW, _name(tokens[0]))
+    name, length = _var_name(tokens, "SHOW <parameter>")
+    if length != len(tokens):
+        raise _syntax_error_at(tokens[length])
+    return SessionStatement(Kind.SHOW, name)
 
 
 def _single_name(rest: str, statement: str) -> str:
     tokens = _tokens(rest)
-    if len(tokens) != 1 or tokens[0][0] in "'=,":
+    if len(tokens) != 1 or not _is_name(tokens[0]):
         raise StatementSyntaxError(f"expected {statement} <name>")
     return _name(tokens[0])
 
@@ -288,7 +368,7 @@ def _parse_deallocate(text: str) -> SessionStatement:
     tokens = _tokens(text)[1:]
     if tokens and tokens[0].lower() == "prepare":
         tokens = tokens[1:]
-    if len(tokens) != 1 or tokens[0][0] in "'=,":
+    if len(tokens) != 1 or not _is_name(tokens[0]):
         raise StatementSyntaxError("expected DEALLOCATE <name> or DEALLOCATE ALL")
     if tokens[0].lower() == "all":
         return SessionStatement(Kind.DEALLOCATE, None)

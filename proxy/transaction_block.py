@@ -205,8 +205,13 @@ def parameter_mode(name: str, value: str | None, parameters: Mapping[str, str]) 
 def check_startup_mode(name: str, value: str, parameters: Mapping[str, str]) -> None:
     """A transaction_* parameter of the startup packet: checked as PostgreSQL sets it,
     after its startup transaction's first query (another isolation level, or any
-    deferrable setting, is 25001; it ends the connection), and then of no effect."""
-    started = replace(session_defaults(parameters), queried=True)
+    deferrable setting, is 25001; it ends the connection), and then of no effect.
+
+    PostgreSQL's startup transaction begins read write (the server's own default, before
+    the client's settings apply), so ``-c transaction_read_only=off``, which clients and
+    poolers send out of habit, is taken there: here too, and the session's transactions
+    stay read only (see the module's docstring)."""
+    started = replace(session_defaults(parameters), queried=True, read_only=False)
     checked_modes(started, (parameter_mode(name, value, parameters),), nested=False)
 
 

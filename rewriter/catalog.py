@@ -104,6 +104,11 @@ class TableInfo:
     policy: TablePolicy
     derived: exp.Select | None = None  # a per-unit subquery standing in for a table
     unit_path: tuple[UnitHop, ...] = ()  # how rows reach their person, if not directly
+    #: The columns (lower-case keys of ``columns``) known to hold each value in at most
+    #: one row, under every equality a join may compare them with: a public table may be
+    #: joined only through an equality on one of them (rewriter.passes.check_joins). Found
+    #: when dpproxy starts (proxy.public_keys); empty when unknown.
+    unique_columns: frozenset[str] = frozenset()
 
     def column(self, name: str) -> ColumnInfo:
         found = self.columns.get(name.lower())
@@ -194,6 +199,7 @@ def build_catalog(
     digits: Mapping[str, Mapping[str, tuple[int, int]]] | None = None,
     finite_decimals: bool = False,
     zoned: Mapping[str, Collection[str]] | None = None,
+    unique: Mapping[str, Collection[str]] | None = None,
 ) -> Catalog:
     """Combine the backend's columns (table -> column -> type) with the table policies.
 
@@ -203,6 +209,8 @@ def build_catalog(
     do not; PostgreSQL's numeric holds NaN), so those with ``digits`` are finite.
     ``zoned`` (table -> columns): the TIMESTAMP columns that are timestamps with time zone
     (``ColumnInfo.zoned``); by default those a ``ColumnTypes`` names.
+    ``unique`` (table -> columns): the columns known to hold each value at most once
+    (``TableInfo.unique_columns``; proxy.public_keys finds them for the public tables).
 
     Only tables with a policy are visible. Raises PolicyError naming the table or column
     when a policy refers to something the database does not have.
@@ -213,6 +221,7 @@ def build_catalog(
     with_zone = {
         table.lower(): {c.lower() for c in found} for table, found in (zoned or {}).items()
     }
+    keyed = _unique_columns(unique or {}, by_key)
     tables: dict[str, TableInfo] = {}
     for table_name, policy in policies.items():
         key = table_name.lower()
@@ -259,8 +268,31 @@ def build_catalog(
             )
             for name, ty in columns.items()
         }
-        tables[key] = TableInfo(schema=schema, name=db_name, columns=infos, policy=policy)
+        tables[key] = TableInfo(
+            schema=schema,
+            name=db_name,
+            columns=infos,
+            policy=policy,
+            unique_columns=keyed.get(key, frozenset()),
+        )
     return Catalog({key: _with_path(key, tables, ()) for key in tables})
+
+
+def _unique_columns(
+    unique: Mapping[str, Collection[str]],
+    by_key: Mapping[str, tuple[str, Mapping[str, ColumnType]]],
+) -> dict[str, frozenset[str]]:
+    """``unique`` keyed by lower-case table names, with lower-case column names; a table
+    or column the schema does not have is an error of the caller (ValueError)."""
+    found: dict[str, frozenset[str]] = {}
+    for table, columns in unique.items():
+        schema_table = by_key.get(table.lower())
+        known = {c.lower() for c in schema_table[1]} if schema_table is not None else set()
+        names = frozenset(c.lower() for c in columns)
+        if schema_table is None or not names <= known:
+            raise ValueError(f"unique columns {sorted(columns)} of {table}: not in the schema")
+        found[table.lower()] = names
+    return found
 
 
 def _check_domain_fits(where: str, policy: ColumnPolicy, kind: ColumnType) -> None:
@@ -370,10 +402,4 @@ def _with_path(key: str, tables: dict[str, TableInfo], seen: tuple[str, ...]) ->
         raise PolicyError(f'{where}: table "{target_name}" has no column "{referenced}"')
     _exact_identifier(where, f"{target_name}.{referenced}", target.column(referenced).type)
     hop = UnitHop(table.column(column).name, target, target.column(referenced).name)
-    return TableInfo(
-        schema=table.schema,
-        name=table.name,
-        columns=table.columns,
-        policy=table.policy,
-        unit_path=(hop,),
-    )
+    return dataclasses.replace(table, unit_path=(hop,))

@@ -110,12 +110,11 @@ def _plan(sql: str, catalog: Catalog, request: PlanRequest) -> Plan:
     catalog = catalog.in_zone(request.time_zone)
     tree, catalog = expand_subqueries(parse_statement(sql), catalog)
     shape = check_shape(tree, catalog)
+    joins = check_joins(shape)
     where = None
     if shape.where is not None:
-        where = check_predicate(
-            shape.where, shape.scope, subqueries=WhereSubqueries(catalog, expand_subqueries)
-        )
-    joins = check_joins(shape)
+        subqueries = WhereSubqueries(catalog, expand_subqueries, enclosing=joins.several)
+        where = check_predicate(shape.where, shape.scope, subqueries=subqueries)
     keys = group_keys(shape, data_keys=request.delta > 0)
     aggregates, post = find_aggregates(shape, keys)
     specs, outputs = plan_measurements(aggregates, joins.max_rows_per_unit)

@@ -7,12 +7,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from proxy.backend_error import BackendError as BackendError
 from rewriter.catalog import ColumnType, ColumnTypes
 from rewriter.planner import Dialect
-
-
-class BackendError(Exception):
-    """The database failed. Its text is for the audit log and server log, never the analyst."""
 
 
 class QueryCanceled(BackendError):

@@ -20,9 +20,24 @@ multiply one person's rows without limit: ``WHERE p.patient_id = 42 AND p.income
 with nine public tables joined ``ON TRUE`` took 3 s when patient 42 met the condition and
 0.2 s when not, and five self-joins of visits on the unit 49 s for a patient with 173
 visits and 0.3 s for one with 2. So a query joins at most ``MAX_PUBLIC_TABLES`` public
-tables, each linked to another table by an equality (no cross product), and at most
-``MAX_MULTIPLYING_TABLES`` protected tables that may hold several rows per person and are
-not a foreign-key parent (each multiplies a person's rows by the rows it holds for them).
+tables and at most ``MAX_MULTIPLYING_TABLES`` protected tables that may hold several rows
+per person and are not a foreign-key parent (each multiplies a person's rows by the rows
+it holds for them).
+
+A public table multiplies nothing: it must be joined through an equality between one of
+its unique columns (``TableInfo.unique_columns``: a declared key, found when dpproxy
+starts, proxy.public_keys) and a column of a protected table, or of a public table itself
+joined so (``d.department = v.department``). Each row of the rest of the join then
+matches at most one of its rows. A join on a column that repeats values (``d1.floor =
+p.sex`` three times) made one row into thousands, and a condition on one person measurably
+slower to run when it held. The key is compared as it is: a function of it (``lower(d.name)
+= …``) need not be unique, and neither is an integer or decimal key of more than 15 digits
+converted to a floating-point number (distinct keys can be equal as doubles), so such a key
+must meet an integer or decimal column that one DECIMAL holds with it. A LEFT JOIN's ON
+restricts only the table it joins: its equalities key that table alone, and a table LEFT
+JOINed is keyed by its own ON only. An inner join's equality keys a table wherever it is
+written (``FROM departments d JOIN visits v ON v.department = d.department``): both
+engines plan inner joins together, each condition where both its sides are at hand.
 """
 
 from __future__ import annotations
@@ -33,15 +48,20 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from rewriter.catalog import ColumnType
 from rewriter.errors import Rejected
 from rewriter.passes.check_predicate import check_predicate
 from rewriter.passes.check_shape import QueryShape
-from rewriter.scope import Source
+from rewriter.passes.value_types.decimal_digits import one_decimal
+from rewriter.scope import Scope, Source
 
 #: The most public lookup tables one query (each subquery apart) may join.
 MAX_PUBLIC_TABLES = 3
 #: The most protected tables with several rows per person whose rows a join multiplies.
 MAX_MULTIPLYING_TABLES = 2
+#: Significant digits within which distinct integers or decimals stay distinct as doubles
+#: (DBL_DIG: every decimal of 15 digits survives the round trip through a double).
+_DOUBLE_DIGITS = 15
 
 
 @dataclass(frozen=True)
@@ -76,6 +96,9 @@ class JoinBounds:
     unit: exp.Column  # the privacy unit of the driving table, as the bounded SQL names it
     max_rows_per_unit: int
     max_groups_per_unit: int
+    #: The protected tables (as written) whose several rows per person multiply the join's:
+    #: a WHERE subquery run for each row counts its own with them (where_subqueries).
+    several: tuple[str, ...] = ()
 
 
 def check_joins(shape: QueryShape) -> JoinBounds:
@@ -126,23 +149,68 @@ def check_joins(shape: QueryShape) -> JoinBounds:
         )
     excluded = {parent.alias for parent in parents.values()}
     multiplying = [s for s in protected if s.alias not in excluded]
-    _check_growth(scope.sources, resolved, multiplying, by_alias)
+    several = _check_growth(scope, resolved, multiplying, by_alias)
     rows = math.prod(s.table.policy.max_rows_per_unit for s in multiplying)
     groups = _max_groups(protected)
     hidden, unit = _unit_of(scope.driver, parents)
-    return JoinBounds(resolved, hidden, unit, rows, groups)
+    return JoinBounds(resolved, hidden, unit, rows, groups, several)
 
 
 def _check_growth(
-    sources: Sequence[Source],
+    scope: Scope,
     joins: Sequence[ResolvedJoin],
     multiplying: Sequence[Source],
     by_alias: dict[str, Source],
-) -> None:
+) -> tuple[str, ...]:
     """Reject joins that could multiply one person's rows (so the query's run time) by more
     than a few tables' worth (module docstring). ``multiplying``: the protected sources
-    whose rows per person multiply (all but foreign-key parents)."""
-    public = [s for s in sources if s.table.policy.public]
+    whose rows per person multiply (all but foreign-key parents). Returns those of them
+    that hold several rows per person."""
+    public = [s for s in scope.sources if s.table.policy.public]
+    _check_count(public)
+    _check_keyed(scope, public, joins, by_alias, {s.alias for s in scope.protected})
+    several = tuple(s.reference for s in multiplying if s.table.policy.max_rows_per_unit > 1)
+    check_multiplying(several)
+    return several
+
+
+def check_multiplying(several: Sequence[str], *, subquery: bool = False) -> None:
+    """Refuse more than ``MAX_MULTIPLYING_TABLES`` protected tables (``several``, as
+    written) whose several rows per person multiply one another: joined in one query, or
+    in a query and a WHERE subquery run for each of its rows (``subquery``)."""
+    if len(several) <= MAX_MULTIPLYING_TABLES:
+        return
+    names = ", ".join(f'"{name}"' for name in several)
+    if subquery:
+        raise Rejected(
+            f"a query and a subquery in its WHERE may read at most {MAX_MULTIPLYING_TABLES} "
+            f"protected tables with several rows per person together (these read {names}): "
+            "the subquery runs for each row of the query, so their rows multiply",
+            hint="aggregate one of them per person in a FROM subquery first, or join a table "
+            "along its foreign key",
+        )
+    raise Rejected(
+        f"a query may join at most {MAX_MULTIPLYING_TABLES} protected tables with several "
+        f"rows per person (this one joins {names})",
+        hint="each such table multiplies a person's rows; aggregate one of them per "
+        "person in a subquery first, or join a table along its foreign key",
+    )
+
+
+def check_lookup_joins(scope: Scope, joins: Sequence[ResolvedJoin]) -> None:
+    """The joins of a subquery over public tables only (``x IN (SELECT d.name FROM
+    departments d JOIN …)``, rewriter.passes.where_subqueries): its first table is read
+    whole, each other one must be keyed to it as in a query (module docstring), and at
+    most ``MAX_PUBLIC_TABLES`` are read. A correlated subquery runs for the rows that reach
+    it, so a cross product of lookups there took 0.2 s when one person's row met a
+    condition and 0.004 s when not."""
+    sources = scope.sources
+    _check_count(sources)
+    by_alias = {s.alias: s for s in sources}
+    _check_keyed(scope, sources[1:], joins, by_alias, {sources[0].alias})
+
+
+def _check_count(public: Sequence[Source]) -> None:
     if len(public) > MAX_PUBLIC_TABLES:
         raise Rejected(
             f"a query may join at most {MAX_PUBLIC_TABLES} public lookup tables "
@@ -150,47 +218,133 @@ def _check_growth(
             hint="join fewer lookup tables, or ask your dpproxy admin for a table that "
             "combines them",
         )
-    linked = _linked_sources(joins, by_alias)
+
+
+@dataclass(frozen=True)
+class _KeyLink:
+    """An equality of an ON between a unique column of the public source ``alias`` and a
+    value read from the sources ``reads`` (of this query): given their rows, it matches at
+    most one row of ``alias``."""
+
+    alias: str
+    reads: frozenset[str]
+
+
+def _check_keyed(
+    scope: Scope,
+    public: Sequence[Source],
+    joins: Sequence[ResolvedJoin],
+    by_alias: dict[str, Source],
+    roots: set[str],
+) -> None:
+    """Each public source must be keyed by an equality on one of its unique columns to the
+    sources ``roots`` (the protected ones), directly or through public sources keyed so
+    (module docstring)."""
+    links, problems = _key_links(scope, joins, by_alias)
+    keyed = set(roots)
+    changed = True
+    while changed:
+        changed = False
+        for link in links:
+            if link.alias not in keyed and link.reads <= keyed:
+                keyed.add(link.alias)
+                changed = True
     for source in public:
-        if source.alias not in linked:
-            name, reference = source.table.name, source.reference
-            written = name if reference == name else f"{name} {reference}"
-            raise Rejected(
-                f'public table "{name}" must be joined with an equality between one of its '
-                "columns and a column of another table",
-                hint=f"e.g. JOIN {written} ON {reference}.<key> = <table>.<column>; "
-                "a join without one pairs every row with every row of the lookup table",
-            )
-    several = [s for s in multiplying if s.table.policy.max_rows_per_unit > 1]
-    if len(several) > MAX_MULTIPLYING_TABLES:
-        names = ", ".join(f'"{s.reference}"' for s in several)
-        raise Rejected(
-            f"a query may join at most {MAX_MULTIPLYING_TABLES} protected tables with several "
-            f"rows per person (this one joins {names})",
-            hint="each such table multiplies a person's rows; aggregate one of them per "
-            "person in a subquery first, or join a table along its foreign key",
-        )
+        if source.alias not in keyed:
+            raise _unkeyed(source, problems.get(source.alias))
 
 
-def _linked_sources(joins: Sequence[ResolvedJoin], by_alias: dict[str, Source]) -> set[str]:
-    """The aliases of the sources an ON equates a column of to a column of another source:
-    the joined table's own ON (inner or left), and an inner join's ON for the tables before
-    it (a LEFT JOIN's ON keeps every row of the tables before it)."""
-    linked: set[str] = set()
+def _key_links(
+    scope: Scope, joins: Sequence[ResolvedJoin], by_alias: dict[str, Source]
+) -> tuple[list[_KeyLink], dict[str, str]]:
+    """The equalities of the ONs that key a public source, and for the public sources
+    equated otherwise, why the first such equality does not key them."""
+    links: list[_KeyLink] = []
+    problems: dict[str, str] = {}
+    outer = {join.source.alias for join in joins if join.kind != "inner"}
     for join in joins:
         for conjunct in conjuncts(join.on):
             condition = unwrap(conjunct)
             if not isinstance(condition, exp.EQ):
-                continue
-            sides = [_aliases(condition.this), _aliases(condition.expression)]
-            if not all(sides) or sides[0] & sides[1]:
-                continue  # a constant side, or the same table on both sides
-            for side in sides:
-                if len(side) == 1:
-                    (alias,) = side
-                    if alias in by_alias and (join.kind == "inner" or alias == join.source.alias):
-                        linked.add(alias)
-    return linked
+                continue  # (IS NOT DISTINCT FROM matches every NULL with every NULL)
+            pair = (condition.this, condition.expression)
+            for side, other in (pair, pair[::-1]):
+                key = unwrap(side)
+                if not isinstance(key, exp.Column) or key.table not in by_alias:
+                    continue
+                table = by_alias[key.table].table
+                if not table.policy.public:
+                    continue
+                if (join.kind != "inner" or key.table in outer) and key.table != join.source.alias:
+                    # A LEFT JOIN's ON keeps every row of the tables before it; and a table
+                    # LEFT JOINed is keyed in its own ON, which makes its rows (a later ON
+                    # would filter the pairs that ON made).
+                    continue
+                reads = _aliases(other)
+                if not reads or key.table in reads:
+                    continue  # a constant, or the table itself: no link to another table
+                problem = _not_a_key(key, other, scope, by_alias)
+                if problem is not None:
+                    problems.setdefault(key.table, problem)
+                    continue
+                links.append(_KeyLink(key.table, frozenset(reads & by_alias.keys())))
+    return links, problems
+
+
+def _not_a_key(
+    key: exp.Column, other: exp.Expr, scope: Scope, by_alias: dict[str, Source]
+) -> str | None:
+    """Why ``key = other`` may match one value of ``other`` with several rows of the key's
+    table; None if it cannot."""
+    table = by_alias[key.table].table
+    info = table.column(key.name)
+    if info.name.lower() not in table.unique_columns:
+        return f'"{info.name}" may hold a value in several rows'
+    if info.type not in (ColumnType.INTEGER, ColumnType.DECIMAL):
+        return None
+    if info.digits is not None and sum(info.digits) <= _DOUBLE_DIGITS:
+        return None  # distinct even as doubles
+    column = unwrap(other)
+    if isinstance(column, exp.Column) and column.table in by_alias:
+        kind = by_alias[column.table].table.column(column.name).type
+        exact = {info.type, kind} == {ColumnType.INTEGER} or (
+            kind in (ColumnType.INTEGER, ColumnType.DECIMAL) and one_decimal([key, column], scope)
+        )
+        if exact:
+            return None
+    return (
+        f'"{info.name}" is compared with a value that is not an integer or decimal column '
+        "of a type one DECIMAL holds with it: the database may compare both as "
+        "floating-point numbers, in which distinct keys of more than 15 digits can be equal"
+    )
+
+
+def _unkeyed(source: Source, problem: str | None) -> Rejected:
+    """The refusal of a public source that no equality on a unique column keys."""
+    table, reference = source.table, source.reference
+    name = table.name
+    written = name if reference == name else f"{name} {reference}"
+    keys = sorted(table.columns[k].name for k in table.unique_columns)
+    if not keys:
+        return Rejected(
+            f'public table "{name}" has no column known to be unique, so it cannot be joined: '
+            "a join on a column that repeats values can match each row with many of its rows",
+            hint=f"filter with WHERE <column> IN (SELECT <column> FROM {name} …) instead, or "
+            "ask your dpproxy admin to declare a key and restart dpproxy (on PostgreSQL "
+            f"ALTER TABLE {name} ADD PRIMARY KEY (<column>); on DuckDB a PRIMARY KEY or "
+            "UNIQUE constraint, or a column whose values are all different)",
+        )
+    listed = ", ".join(keys)
+    why = f"; here {problem}" if problem is not None else ""
+    return Rejected(
+        f'public table "{name}" must be joined with an equality between one of its unique '
+        f"columns ({listed}) and a column of another table{why}",
+        hint=f"e.g. JOIN {written} ON {reference}.{keys[0]} = <table>.<column>, where <table> "
+        "is a protected table (in a subquery over lookup tables only, its first table) or a "
+        "public table joined that way; each row then matches at "
+        f"most one row of {name}, where a join on another column (or on a function of one) "
+        "can match many",
+    )
 
 
 def _aliases(expression: exp.Expr) -> set[str]:

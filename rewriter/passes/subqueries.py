@@ -625,7 +625,9 @@ def _per_unit(
         )
     where = inner.args.get("where")
     if where is not None:
-        subqueries = WhereSubqueries(catalog, expand_subqueries, prefix=f"{INNER_PREFIX}q")
+        subqueries = WhereSubqueries(
+            catalog, expand_subqueries, prefix=f"{INNER_PREFIX}q", enclosing=bounds.several
+        )
         select = select.where(check_predicate(where.this, scope, subqueries=subqueries), copy=False)
     select = select.group_by(unit_ref.copy(), copy=False)
     key = f"__{node.alias.lower()}"

@@ -6,7 +6,10 @@ tables and on its own person's rows: removing one person then removes that perso
 and changes no one else's. A subquery is accepted when it is
 
 - public: it reads public tables only (a correlation with the outer row is fine); a scalar
-  one computes one aggregate (MIN, MAX, COUNT, SUM, AVG), so it has exactly one row;
+  one computes one aggregate (MIN, MAX, COUNT, SUM, AVG), so it has exactly one row. Its
+  joins multiply nothing (check_joins.check_lookup_joins): it runs for the outer rows that
+  reach it, and a cross product of lookups there made a condition on one person's row
+  measurably slower when it held;
 - tied to the person: it reads protected tables, joined among themselves as check_joins
   requires, and matches the outer row on the same person — ``unit IN (SELECT unit …)``, a
   top-level ``inner.unit = outer.unit`` in the subquery's WHERE, or one hop of a declared
@@ -25,8 +28,13 @@ and changes no one else's. A subquery is accepted when it is
 
 Anything else that reads protected data (a scalar value over everyone, a match on another
 column without that tie, an uncorrelated EXISTS) is rejected. The subquery's WHERE, ON and
-select list go through check_predicate again (recursively), so the allowlist applies at
-every depth.
+select list go through check_predicate again, so the allowlist applies there too.
+
+Run time. A subquery runs for each row that reaches it (PostgreSQL runs a correlated one
+so), so it may not hold another subquery: nested EXISTS over a small lookup table, each
+correlated with those above, multiplied the work per level and made a condition on one
+person's row take seconds when it held. And its protected tables with several rows per
+person count with the enclosing query's against check_joins.MAX_MULTIPLYING_TABLES.
 The subquery is rebuilt from those parts alone, so any other clause on it (GROUP BY,
 HAVING, ORDER BY, LIMIT, TABLESAMPLE, a column list in an alias, …) is refused, never
 dropped, by allowlists (check_shape's) that refuse what a later sqlglot adds as well;
@@ -50,7 +58,14 @@ from sqlglot import exp
 
 from rewriter.catalog import Catalog, ColumnInfo
 from rewriter.errors import Rejected
-from rewriter.passes.check_joins import ResolvedJoin, check_joins, conjuncts, unwrap
+from rewriter.passes.check_joins import (
+    ResolvedJoin,
+    check_joins,
+    check_lookup_joins,
+    check_multiplying,
+    conjuncts,
+    unwrap,
+)
 from rewriter.passes.check_predicate import check_predicate
 from rewriter.passes.check_shape import (
     ROWS,
@@ -139,13 +154,35 @@ class WhereSubqueries:
     along any chain of nested subqueries.
     """
 
-    def __init__(self, catalog: Catalog, expand: Expand, prefix: str = "q") -> None:
+    def __init__(
+        self,
+        catalog: Catalog,
+        expand: Expand,
+        prefix: str = "q",
+        *,
+        enclosing: tuple[str, ...] = (),
+    ) -> None:
         self._catalog = catalog
         self._expand = expand
         self._prefix = prefix
         self._count = 0
+        # The enclosing query's protected tables with several rows per person that multiply
+        # its rows (check_joins.JoinBounds.several): a subquery runs for each of those rows.
+        self._enclosing = enclosing
 
     def __call__(self, node: exp.Expr, scope: Scope, where: str) -> tuple[exp.Expr, exp.Expr]:
+        if isinstance(scope, NestedScope):
+            # Each level runs for every row of the level above: nine nested EXISTS over an
+            # 8-row lookup table, each correlated with those above, took 3 s when one
+            # person's row met the outer condition and 0.05 s when not (a run time that
+            # reveals the condition; a timeout error past some depth).
+            raise Rejected(
+                f"a subquery inside a subquery in {where} is not supported: it would run "
+                "for each row of each enclosing query, and one person's rows could then make "
+                "the query run far longer (a run time that reveals their data)",
+                hint="move its condition into the enclosing subquery (join its table there, "
+                "on a key), or write it as a condition of the outer query",
+            )
         if isinstance(node, exp.In):
             refuse_extra(node, frozenset({"this", "query"}), f"with IN in {where}", _SHAPE)
             form, select = "IN", node.args["query"]
@@ -204,12 +241,15 @@ class WhereSubqueries:
                 "and paste the noisy value into this query",
             )
         if inner.protected:
-            resolved_joins = check_joins(_shape(inner, joins)).joins
+            bounds = check_joins(_shape(inner, joins))
+            check_multiplying((*self._enclosing, *bounds.several), subquery=True)
+            resolved_joins = bounds.joins
         else:
             resolved_joins = tuple(
                 ResolvedJoin(j.source, j.kind, check_predicate(j.on, inner, "JOIN … ON"))
                 for j in joins
             )
+            check_lookup_joins(inner, resolved_joins)
         condition = expanded.args.get("where")
         resolved_where = (
             check_predicate(condition.this, inner, where, subqueries=self)

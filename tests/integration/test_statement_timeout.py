@@ -45,8 +45,14 @@ SLOW_CATALOG = (
 )
 TIMEOUT = "300ms"
 TIMEOUT_SECONDS = 0.3
+#: A DP query's timeout: room for planning and the charge (an fsync) on a loaded machine,
+#: which 300 ms did not always leave (the query was then stopped before its charge).
+DP_TIMEOUT = "1s"
+DP_TIMEOUT_SECONDS = 1.0
 #: A statement stopped by the timeout ends within this of its start.
 PROMPT_SECONDS = 1.5
+#: A DP query stopped by its timeout ends within this of its start.
+DP_PROMPT_SECONDS = DP_TIMEOUT_SECONDS + 1.2
 #: How long a statement is waited for before the test gives up and cancels it.
 GIVE_UP_SECONDS = 5.0
 #: Setup waits (not measurements): long enough for a statement to reach where it waits.
@@ -162,8 +168,8 @@ def test_a_slow_dp_query_times_out_and_its_charge_stands(
     server: RunningServer, protocol: str
 ) -> None:
     with connect(server) as conn:
-        conn.execute(f"SET statement_timeout = '{TIMEOUT}'")
-        assert conn.execute("SHOW statement_timeout").fetchone() == (TIMEOUT,)
+        conn.execute(f"SET statement_timeout = '{DP_TIMEOUT}'")
+        assert conn.execute("SHOW statement_timeout").fetchone() == (DP_TIMEOUT,)
         before = left(conn)
         if protocol == "simple":
             error, elapsed = stopped(conn, SLOW_DP)
@@ -173,7 +179,7 @@ def test_a_slow_dp_query_times_out_and_its_charge_stands(
             audited = SLOW_DP_WITH_PARAMETER.replace("%s", "0")
         assert isinstance(error, psycopg.errors.QueryCanceled), error
         assert str(error) == f"{TIMED_OUT}; the charge of ε=1 stands"
-        assert TIMEOUT_SECONDS <= elapsed < PROMPT_SECONDS
+        assert DP_TIMEOUT_SECONDS <= elapsed < DP_PROMPT_SECONDS
         assert left(conn) == before - 1
         assert last_query(conn) == (audited, "failed")
         record = last_audit(server)
@@ -238,16 +244,16 @@ def test_a_query_stopped_while_it_is_planned_is_not_charged(
 
 
 def test_set_at_connect_and_zero_means_no_limit(server: RunningServer) -> None:
-    """``options=-c statement_timeout=300`` (ms) applies from the first statement; after
+    """``options=-c statement_timeout=1000`` (ms) applies from the first statement; after
     SET statement_timeout = 0 the slow query runs on until a cancel request stops it."""
-    with connect(server, options="-c statement_timeout=300") as conn:
-        assert conn.execute("SHOW statement_timeout").fetchone() == (TIMEOUT,)
+    with connect(server, options="-c statement_timeout=1000") as conn:
+        assert conn.execute("SHOW statement_timeout").fetchone() == (DP_TIMEOUT,)
         error, _ = stopped(conn, SLOW_DP)
         assert str(error) == f"{TIMED_OUT}; the charge of ε=1 stands"
         conn.execute("SET statement_timeout = 0")
         before = left(conn)
         slow = Running(conn, SLOW_DP)
-        assert not slow.ended.wait(3 * TIMEOUT_SECONDS)  # well past the timeout it had
+        assert not slow.ended.wait(2 * DP_TIMEOUT_SECONDS)  # well past the timeout it had
         conn.cancel_safe(timeout=10)
         slow.join()
         assert str(slow.error) == (

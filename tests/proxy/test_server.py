@@ -54,6 +54,7 @@ class FakeSession:
         self.status = TransactionStatus.IDLE
         self.cancel_event = asyncio.Event()
         self.loop = asyncio.get_running_loop()
+        self.application_name = client.parameters.get("application_name", "")
 
     @property
     def transaction_status(self) -> TransactionStatus:
@@ -64,11 +65,14 @@ class FakeSession:
         return 0
 
     def reported_parameters(self) -> dict[str, str]:
-        return {"application_name": self.client.parameters.get("application_name", "")}
+        return {"application_name": self.application_name}
 
     def abort_transaction(self) -> None:
         if self.status is TransactionStatus.IN_TRANSACTION:
             self.status = TransactionStatus.FAILED
+
+    def query_prepared(self) -> None:
+        """Nothing to fix: this session has no transaction modes."""
 
     async def execute(self, sql: str) -> StatementResult:
         self.app.queries.append(sql)
@@ -95,7 +99,8 @@ class FakeSession:
                 rows=(("1", "héllo"), (None, None), ("3", "")),
             )
         if s.startswith("SET APPLICATION_NAME"):
-            return StatementResult("SET", parameter_status=(("application_name", "renamed"),))
+            self.application_name = "renamed"
+            return StatementResult("SET")
         if s == "SLEEP":
             self.cancel_event.clear()
             self.app.sleeping.set()

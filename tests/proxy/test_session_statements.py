@@ -143,6 +143,19 @@ def results(s: AnalystSession, *statements: str) -> list[StatementResult]:
     return asyncio.run(go())
 
 
+def changes(before: dict[str, str], after: dict[str, str]) -> dict[str, str]:
+    """The reported values that differ in ``after``: what the server tells the client
+    (ParameterStatus) before ReadyForQuery, as PostgreSQL 15 does (proxy.server)."""
+    return {name: value for name, value in after.items() if before.get(name) != value}
+
+
+def told(s: AnalystSession, sql: str) -> dict[str, str]:
+    """Run ``sql``: the reported values it changed (``changes``)."""
+    before = s.reported_parameters()
+    run(s, sql)
+    return changes(before, s.reported_parameters())
+
+
 # Each dpproxy setting and two client parameters: the default for session(), two values.
 SETTINGS = [
     ("dpproxy.epsilon", "1", "5", "0.5"),
@@ -218,13 +231,14 @@ def test_savepoints_keep_and_restore_settings() -> None:
 
 def test_set_local_outside_a_transaction_warns_and_changes_nothing() -> None:
     s = session()
+    before = s.reported_parameters()
     [result] = results(s, "SET LOCAL dpproxy.epsilon = 2")
-    assert result.tag == "SET" and result.parameter_status == ()
+    assert result.tag == "SET" and s.reported_parameters() == before
     [warning] = result.notices
     assert (warning.severity, warning.code) == ("WARNING", "25P01")
     assert warning.message == "SET LOCAL can only be used in transaction blocks"
     [result] = results(s, "SET LOCAL TIME ZONE 'Europe/Paris'")
-    assert result.parameter_status == () and len(result.notices) == 1
+    assert s.reported_parameters() == before and len(result.notices) == 1
     assert (shown(s, "dpproxy.epsilon"), shown(s, "timezone")) == ("1", "UTC")
     with pytest.raises(QueryError) as caught:  # the value is still checked
         run(s, "SET LOCAL dpproxy.epsilon = -1")
@@ -234,13 +248,16 @@ def test_set_local_outside_a_transaction_warns_and_changes_nothing() -> None:
 
 def test_reported_parameters_are_sent_again_when_a_transaction_restores_them() -> None:
     s = session()
-    begin, local, commit = results(s, "BEGIN", "SET LOCAL TIME ZONE 'Europe/Paris'", "COMMIT")
-    assert local.parameter_status == (("TimeZone", "Europe/Paris"),)
-    assert commit.parameter_status == (("TimeZone", "UTC"),)
-    *_, rollback = results(s, "BEGIN", "SET application_name = 'x'", "ROLLBACK")
-    assert rollback.parameter_status == (("application_name", "test"),)
-    *_, kept = results(s, "BEGIN", "SET DateStyle = 'ISO, DMY'", "COMMIT")
-    assert kept.parameter_status == ()
+    run(s, "BEGIN")
+    assert told(s, "SET LOCAL TIME ZONE 'Europe/Paris'") == {"TimeZone": "Europe/Paris"}
+    assert told(s, "COMMIT") == {"TimeZone": "UTC"}
+    run(s, "BEGIN", "SET application_name = 'x'")
+    assert told(s, "ROLLBACK") == {"application_name": "test"}
+    run(s, "BEGIN", "SET DateStyle = 'ISO, DMY'")
+    before = s.reported_parameters()
+    run(s, "COMMIT")
+    assert s.reported_parameters() == before
+    assert before["DateStyle"] == "ISO, DMY"
 
 
 class RecordingPipeline:

@@ -21,6 +21,7 @@ from proxy.seam import QueryError, TransactionStatus
 from proxy.session import AnalystSession
 from proxy.several_statements import MAX_STATEMENTS, NOT_SPLIT_HINT, run_statements, split_query
 from tests.proxy.local_pipeline import alice_session, local_pipeline
+from tests.proxy.test_session_statements import changes
 
 
 @pytest.mark.parametrize(
@@ -128,11 +129,13 @@ def test_joined_statements_split_back(parts: list[tuple[str, str]]) -> None:
 
 def _run_query(
     session: AnalystSession, sql: str, *, cancel_after: str | None = None
-) -> tuple[list[str], tuple[tuple[str, str], ...]]:
+) -> tuple[list[str], dict[str, str]]:
     """Run a Query's statements as the server does: each one's tag or SQLSTATE, and the
-    ParameterStatus of the Query's end. A cancel request comes right after the statement
-    ``cancel_after`` (between two statements, when none is running)."""
+    reported values the Query changed (the ParameterStatus messages before its
+    ReadyForQuery). A cancel request comes right after the statement ``cancel_after``
+    (between two statements, when none is running)."""
     seen: list[str] = []
+    before = session.reported_parameters()
 
     async def one(sql: str) -> bool:
         try:
@@ -146,8 +149,8 @@ def _run_query(
             session.cancel()
         return True
 
-    restored = asyncio.run(run_statements(session, split_query(sql), one))
-    return seen, restored
+    asyncio.run(run_statements(session, split_query(sql), one))
+    return seen, changes(before, session.reported_parameters())
 
 
 def test_a_cancel_between_two_statements_stops_the_rest(tmp_path: Path) -> None:
@@ -155,13 +158,15 @@ def test_a_cancel_between_two_statements_stops_the_rest(tmp_path: Path) -> None:
     try:
         session = alice_session(pipeline)
         query = "SET application_name = 'a'; SELECT COUNT(*) FROM visits; SHOW application_name"
-        seen, restored = _run_query(session, query, cancel_after="SET application_name = 'a'")
+        seen, told = _run_query(session, query, cancel_after="SET application_name = 'a'")
         assert seen == ["SET", "57014"]
-        assert restored == (("application_name", "test"),)  # the failed Query's SET undone
+        # The failed Query's SET is undone (at its error, as PostgreSQL undoes it).
+        assert session.reported_parameters()["application_name"] == "test"
+        assert told == {}
         assert session.transaction_status is TransactionStatus.IDLE
         # A cancel request between two Queries is not kept for the next one.
         session.cancel()
-        seen, restored = _run_query(session, "SHOW application_name; SHOW dpproxy.epsilon")
-        assert (seen, restored) == (["SHOW", "SHOW"], ())
+        seen, told = _run_query(session, "SHOW application_name; SHOW dpproxy.epsilon")
+        assert (seen, told) == (["SHOW", "SHOW"], {})
     finally:
         pipeline.ledger.close()

@@ -198,7 +198,9 @@ def string_constant(draw: st.DrawFn) -> Piece:
         text += gap + segment
         lexemes += [*((COMMENT, c) for c in comments), (CONTINUATION, segment)]
     value = "".join(v for _, v in segments)
-    tokens = (Token("string", value),) if kind in (STRING, ESCAPE_STRING) else None
+    # N'...' is NCHAR '...' to PostgreSQL's parser (no SET's value), B'...' a bit string.
+    taken = kind in (ESCAPE_STRING, UNICODE_STRING) or (kind == STRING and not prefix)
+    tokens = (Token("string", value),) if taken else None
     return Piece(text, tuple(lexemes), tokens, value)
 
 
@@ -223,12 +225,12 @@ def item(draw: st.DrawFn) -> Piece:
         closing = f"${tag}$"
         body = draw(inside.filter(lambda t: (t + closing).find(closing) == len(t)))
         text = f"${tag}${body}${tag}$"
-        return Piece(text, ((DOLLAR_STRING, text),), value=body)
+        return Piece(text, ((DOLLAR_STRING, text),), (Token("string", body),), body)
     if choice == 7:
         identifier = draw(inside.filter(bool))
         if draw(st.booleans()):  # (\ is the escape character there: \\ is one \)
             text = "U&" + quoted(identifier.replace("\\", "\\\\"), '"')
-            return Piece(text, ((UNICODE_IDENTIFIER, text),))
+            return Piece(text, ((UNICODE_IDENTIFIER, text),), (Token("ident", identifier),))
         text = quoted(identifier, '"')
         return Piece(text, ((QUOTED_IDENTIFIER, text),), (Token("ident", identifier),))
     text = "$" + str(draw(st.integers(0, 999)))
@@ -399,7 +401,9 @@ def test_any_text_is_cut_into_lexemes_the_scanners_agree_with(sql: str) -> None:
         tokens = sql_tokens(sql)
     except QueryError:
         return  # (a text that is no SET's: refused)
-    constants = [x for x in lexemes if x.kind in (STRING, ESCAPE_STRING)]
+    constants = [
+        x for x in lexemes if x.kind in (STRING, ESCAPE_STRING, UNICODE_STRING, DOLLAR_STRING)
+    ]
     assert len([t for t in tokens if t.kind == "string"]) == len(constants)
 
 

@@ -28,6 +28,7 @@ from proxy.protocol.messages import InvalidEncoding, MalformedQuery, Query, Sync
 from proxy.seam import QueryError, StatementResult
 from proxy.session import AnalystSession
 from tests.proxy.local_pipeline import local_pipeline
+from tests.proxy.test_session_statements import changes
 
 
 @pytest.fixture
@@ -92,11 +93,14 @@ def test_startup_parameters_set_the_session_and_are_what_reset_returns_to(
     # RESET goes back to the startup value, not to the analyst's default.
     run(s, "SET dpproxy.epsilon = 0.5", "SET TIME ZONE 'UTC'", "RESET dpproxy.epsilon")
     assert shown(s, "dpproxy.epsilon") == "0.2"
-    [reset] = run(s, "RESET ALL")
-    assert ("TimeZone", "Europe/Berlin") in reset.parameter_status
+    before = s.reported_parameters()
+    run(s, "RESET ALL")
+    assert ("TimeZone", "Europe/Berlin") in changes(before, s.reported_parameters()).items()
     assert shown(s, "dpproxy.report") == "columns"
-    [discard] = run(s, "SET application_name = 'other'", "DISCARD ALL")[1:]
-    assert discard.parameter_status == (("application_name", "rapport ??"),)
+    run(s, "SET application_name = 'other'")
+    before = s.reported_parameters()
+    run(s, "DISCARD ALL")
+    assert changes(before, s.reported_parameters()) == {"application_name": "rapport ??"}
 
 
 @pytest.mark.parametrize(
@@ -111,6 +115,9 @@ def test_startup_parameters_set_the_session_and_are_what_reset_returns_to(
         ({"no_such_setting": "1"}, "42704", '"no_such_setting"'),
         ({"transaction": "x"}, "42704", '"transaction"'),
         ({"server_version": "9.0"}, "55P02", "cannot be changed"),
+        ({"options": "-c transaction_isolation=serializable"}, "25001", "before any query"),
+        ({"options": "-c transaction_deferrable=off"}, "25001", "before any query"),
+        ({"options": "-c transaction_read_only=maybe"}, "22023", "Boolean"),
         ({"options": "-c dpproxy.epsilon=0.2", "dpproxy.epsilon": "-1"}, "22023", "epsilon"),
         ({"replication": "database"}, "0A000", "replication connections"),
         ({"replication": "true"}, "0A000", "replication connections"),
@@ -124,6 +131,26 @@ def test_a_bad_startup_parameter_is_refused(
         session(pipeline).apply_startup_parameters({"user": "alice", **parameters})
     assert caught.value.sqlstate == sqlstate
     assert words in caught.value.message
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        "-c transaction_read_only=off",
+        "-c default_transaction_read_only=on -c transaction_read_only=off",
+        "--transaction-read-only=on",
+        "-c transaction_isolation=read\\ committed",
+    ],
+)
+def test_transaction_modes_postgresql_takes_at_connect_are_taken(
+    pipeline: Pipeline, options: str
+) -> None:
+    """As in PostgreSQL, whose startup transaction begins read write: before, READ WRITE
+    ended the connection (25001). The session's transactions stay read only."""
+    s = session(pipeline)
+    s.apply_startup_parameters({"user": "alice", "options": options})
+    assert shown(s, "transaction_read_only") == "on"
+    assert shown(s, "transaction_isolation") == "read committed"
 
 
 def test_replication_off_in_any_spelling_is_a_plain_session(pipeline: Pipeline) -> None:
@@ -284,15 +311,14 @@ def test_set_values_are_read_checked_and_shown_as_postgresql_does(
             expected_status = None if status is None else conn.info.parameter_status(status)
         s = session(pipeline)
         try:
-            [result] = run(s, sql)
+            run(s, sql)
         except QueryError as error:
             differences.append((sql, expected, f"refused: {error.sqlstate} {error.message}"))
             continue
         got = (shown(s, name),)
-        got_status = dict(result.parameter_status).get(status or "", None)
-        if name == "application_name" and sql.endswith("DEFAULT"):
-            got_status = expected_status  # unchanged: no ParameterStatus, in either
-        if got != expected or (status is not None and got_status != expected_status):
+        # The value the client is told (ParameterStatus when it changes), as above.
+        got_status = None if status is None else s.reported_parameters()[status]
+        if got != expected or got_status != expected_status:
             differences.append((sql, (expected, expected_status), (got, got_status)))
     assert differences == []
 
@@ -340,8 +366,9 @@ def test_datestyle_order_keeps_iso_output_and_german_is_refused_whatever_the_ord
     pipeline: Pipeline,
 ) -> None:
     s = session(pipeline)
-    [result] = run(s, "SET DateStyle = 'DMY'")
-    assert result.parameter_status == (("DateStyle", "ISO, DMY"),)
+    before = s.reported_parameters()
+    run(s, "SET DateStyle = 'DMY'")
+    assert changes(before, s.reported_parameters()) == {"DateStyle": "ISO, DMY"}
     assert refusal(s, "SET DateStyle = 'German, YMD'").sqlstate == "0A000"
     assert refusal(s, "SET DateStyle TO Postgres, MDY").sqlstate == "0A000"
     assert shown(s, "DateStyle") == "ISO, DMY"

@@ -29,6 +29,7 @@ from proxy.transaction_statements import (
     TransactionStatement,
     read_transaction_statement,
 )
+from tests.proxy.test_session_statements import changes
 
 
 class RefusingPipeline:
@@ -146,9 +147,21 @@ def test_malformed_transaction_statements_are_syntax_errors(sql: str) -> None:
         ("START", SessionStatement(Kind.BEGIN)),
         (
             "SET LOCAL SESSION CHARACTERISTICS AS TRANSACTION READ ONLY",
-            SessionStatement(Kind.SET, "transaction", "AS TRANSACTION READ ONLY", local=True),
+            SessionStatement(
+                Kind.SET, "transaction", "AS TRANSACTION READ ONLY", local=True, transaction=True
+            ),
         ),
         ("SET characteristics = 1", SessionStatement(Kind.SET, "characteristics", "1")),
+        (
+            "SET TRANSACTION READ ONLY",
+            SessionStatement(Kind.SET, "transaction", "READ ONLY", transaction=True),
+        ),
+        # As in PostgreSQL, before = or TO these words are a parameter's name (42704 later).
+        ("SET transaction = 1", SessionStatement(Kind.SET, "transaction", "1")),
+        ('SET "transaction" TO 1', SessionStatement(Kind.SET, "transaction", "1")),
+        ("SET SESSION session = 1", SessionStatement(Kind.SET, "session", "1")),
+        ("SET local TO 1", SessionStatement(Kind.SET, "local", "1")),
+        ("SET SESSION characteristics = 1", SessionStatement(Kind.SET, "characteristics", "1")),
     ],
 )
 def test_recognized_for_the_transaction_reader(sql: str, expected: SessionStatement) -> None:
@@ -189,9 +202,13 @@ def test_a_failed_block_chained_rolls_back_and_begins_again() -> None:
     run(s, "BEGIN ISOLATION LEVEL REPEATABLE READ", "SET LOCAL application_name = 'x'")
     error(s, "SELECT nonsense FROM nowhere")
     assert status(s) is TransactionStatus.FAILED
+    # As PostgreSQL, the failed block's settings are undone at once (the error's Query
+    # reports application_name back to t), not at its end.
+    before = s.reported_parameters()
+    assert before["application_name"] == "t"
     [chained] = run(s, "COMMIT AND CHAIN")
     assert chained.tag == "ROLLBACK"
-    assert chained.parameter_status == (("application_name", "t"),)
+    assert s.reported_parameters() == before
     assert status(s) is TransactionStatus.IN_TRANSACTION
     assert shown(s, "transaction_isolation") == "repeatable read"
 
@@ -202,8 +219,10 @@ def test_chain_in_a_querys_implicit_block_fails_the_query() -> None:
     run(s, "SET application_name = 'x'")
     caught = error(s, "COMMIT AND CHAIN")
     assert caught.sqlstate == "25P01"
-    restored = s.end_several(failed=True)
-    assert restored == (("application_name", "t"),)
+    before = s.reported_parameters()
+    assert before["application_name"] == "t"  # undone at the error
+    s.end_several(failed=True)
+    assert s.reported_parameters() == before
     assert status(s) is TransactionStatus.IDLE
     # BEGIN makes the block explicit, which a chain then continues past the Query.
     s.begin_several()
@@ -227,16 +246,18 @@ def test_start_transaction_is_answered_start_transaction() -> None:
 
 def test_session_characteristics_set_the_defaults_and_report_read_only_when_it_changes() -> None:
     s = session()
-    [same] = run(s, "SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL SERIALIZABLE")
-    assert same.parameter_status == ()  # default_transaction_read_only stayed on
+    before = s.reported_parameters()
+    run(s, "SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL SERIALIZABLE")
+    assert s.reported_parameters() == before  # default_transaction_read_only stayed on
     assert shown(s, "default_transaction_isolation") == "serializable"
     assert shown(s, "transaction_isolation") == "serializable"  # a statement's own
-    [write] = run(s, "SET SESSION CHARACTERISTICS AS TRANSACTION READ WRITE")
-    assert write.parameter_status == (("default_transaction_read_only", "off"),)
+    run(s, "SET SESSION CHARACTERISTICS AS TRANSACTION READ WRITE")
+    assert changes(before, s.reported_parameters()) == {"default_transaction_read_only": "off"}
     assert shown(s, "default_transaction_read_only") == "off"
     assert shown(s, "transaction_read_only") == "on"  # dpproxy's transactions: read only
-    [back] = run(s, "SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
-    assert back.parameter_status == (("default_transaction_read_only", "on"),)
+    written = s.reported_parameters()
+    run(s, "SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+    assert changes(written, s.reported_parameters()) == {"default_transaction_read_only": "on"}
 
 
 def test_session_characteristics_are_set_all_or_none() -> None:

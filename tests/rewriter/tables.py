@@ -79,6 +79,11 @@ RX_POLICY = TablePolicy(
 PRESCRIPTIONS = [(1, 1, 5), (2, 1, 10), (3, 2, 1), (4, 3, 7), (5, 7, 2), (6, 7, 3), (7, 99, 1)]
 PATIENTS = [(1, "F", 1950), (2, "M", 1990), (3, "F", 2001), (5, "M", 1970)]
 DEPARTMENTS = [("A", 1), ("B", 2), ("B", 2)]  # B listed twice: a join can multiply rows
+#: The columns a public table may be joined on (rewriter.catalog.TableInfo.unique_columns).
+#: departments.name is declared unique although B is listed twice: a join on it then
+#: multiplies rows, which the bounding must survive (a server finds keys from the
+#: database, proxy.public_keys, and would not take this one).
+UNIQUE = {"departments": ["name"]}
 SETUP = [
     "CREATE TABLE {schema}.patients (patient_id BIGINT, sex VARCHAR, birth_year INTEGER)",
     "CREATE TABLE {schema}.departments (name VARCHAR, floor INTEGER)",
@@ -106,6 +111,7 @@ def catalog(schema: str) -> Catalog:
             "prescriptions": RX_POLICY,
         },
         schema=schema,
+        unique=UNIQUE,
     )
 
 

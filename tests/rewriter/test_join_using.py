@@ -133,9 +133,9 @@ def test_using_a_column_a_subquery_renames_is_refused(sql: str) -> None:
         # The left column is found in any table on the left (was: only in the one just
         # before the join, so this was refused).
         (
-            "SELECT COUNT(*) FROM patients p JOIN departments d ON d.floor = p.birth_year "
+            "SELECT COUNT(*) FROM patients p JOIN departments d ON d.name = p.sex "
             "JOIN visits v USING (patient_id)",
-            "SELECT COUNT(*) FROM patients p JOIN departments d ON d.floor = p.birth_year "
+            "SELECT COUNT(*) FROM patients p JOIN departments d ON d.name = p.sex "
             "JOIN visits v ON p.patient_id = v.patient_id",
         ),
     ],
@@ -166,7 +166,7 @@ def test_natural_join_with_a_subquery_is_refused() -> None:
     assert "NATURAL JOIN is not supported" in error.message
 
 
-# Two public lookups keyed by department, as visits is.
+# Two public lookups keyed by department (unique in each), as visits is.
 LOOKUPS = build_catalog(
     {
         "visits": COLUMNS,
@@ -179,6 +179,7 @@ LOOKUPS = build_catalog(
         "heads": TablePolicy(public=True, columns={"head": ColumnPolicy(domain=["x", "y"])}),
     },
     schema="main",
+    unique={"wards": ["department"], "heads": ["department"]},
 )
 
 

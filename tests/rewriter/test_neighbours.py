@@ -80,6 +80,7 @@ def catalog() -> Catalog:
         },
         policies,
         schema="main",
+        unique=tables.UNIQUE,
     )
 
 

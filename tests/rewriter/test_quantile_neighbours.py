@@ -36,6 +36,7 @@ CATALOG = build_catalog(
         "prescriptions": tables.RX_POLICY,
     },
     schema="main",
+    unique=tables.UNIQUE,
 )
 
 # (query, the column that identifies a row of the driving table t0)

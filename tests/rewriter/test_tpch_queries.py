@@ -42,7 +42,11 @@ def test_benchmark_query_plans_and_runs(index: int) -> None:
         for part in ddl.split(", "):
             name, declared = part.split(" ", 1)
             columns.setdefault(table, {})[name] = column_type(declared)
-    catalog = build_catalog(columns, module.POLICIES, schema="main")
+    # Two nations of one name: nation may be joined on n_nationkey only.
+    conn.execute("INSERT INTO nation VALUES (0, 'ALGERIA'), (1, 'ALGERIA'), (2, NULL), (3, NULL)")
+    unique = module.unique_columns(conn)
+    assert unique == {"nation": ["n_nationkey"]}
+    catalog = build_catalog(columns, module.POLICIES, schema="main", unique=unique)
     name, dp_sql, raw_sql = module.QUERIES[index]
     made = plan(dp_sql, catalog, PlanRequest(1.0))
     conn.execute(made.sql).fetchall()

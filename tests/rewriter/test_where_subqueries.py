@@ -120,12 +120,13 @@ def rejected(sql: str) -> Rejected:
             "FROM visits v2 WHERE CASE WHEN v2.patient_id = v.patient_id THEN TRUE END)",
             "same person",
         ),
-        # Another subquery's tie is its own: the inner one reads everyone's visits.
+        # A subquery inside a subquery: refused whatever it reads (each level runs for
+        # every row of the one above: a run time that grows with the depth).
         (
             "SELECT COUNT(*) FROM visits v WHERE v.department IN (SELECT d.name FROM "
             "departments d WHERE d.name IN (SELECT v3.department FROM visits v3 "
             "WHERE v3.cost > 1) AND d.floor = v.stay)",
-            "same person",
+            "inside a subquery",
         ),
         (
             "SELECT COUNT(*) FROM visits WHERE visit_id IN (SELECT patient_id FROM patients)",
@@ -147,11 +148,11 @@ def rejected(sql: str) -> Rejected:
             "WHERE w.patient_id = v.patient_id OR w.cost > 1)",
             "same person",
         ),
-        # A protected subquery inside a public one is still matched on the outer person.
+        # A protected subquery inside a public one: no subquery inside a subquery.
         (
             "SELECT COUNT(*) FROM visits v WHERE department IN (SELECT d.name FROM "
             "departments d WHERE EXISTS (SELECT 1 FROM visits x WHERE x.department = d.name))",
-            "same person",
+            "inside a subquery",
         ),
         # A subquery or CTE named like the foreign-key parent is not the parent.
         (
@@ -178,7 +179,7 @@ def rejected(sql: str) -> Rejected:
         ),
         (
             "SELECT COUNT(*) FROM visits WHERE department IN (SELECT name FROM departments "
-            "WHERE EXISTS (SELECT 1 FROM departments e WHERE pg_sleep(1) IS NULL))",
+            "WHERE pg_sleep(1) IS NULL AND floor > 1)",
             "pg_sleep",
         ),
         (
@@ -307,13 +308,47 @@ def test_scalar_over_protected_suggests_a_separate_query() -> None:
         # Subqueries in WHERE never add rows.
         (
             "SELECT COUNT(*) FROM visits WHERE patient_id IN (SELECT a.patient_id FROM "
-            "visits a JOIN visits b ON a.patient_id = b.patient_id)",
+            "visits a JOIN patients b ON a.patient_id = b.patient_id)",
             3,
         ),
     ],
 )
 def test_rows_per_person_of_inlined_joins(sql: str, rows: int) -> None:
     assert plan(sql, CATALOG, PlanRequest(1.0)).max_rows_per_unit == rows
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        # Correlated or not, the subquery may run for each row of the query (PostgreSQL
+        # runs a correlated one so): its rows per person multiply the query's.
+        "SELECT COUNT(*) FROM visits WHERE patient_id IN (SELECT a.patient_id FROM "
+        "visits a JOIN visits b ON a.patient_id = b.patient_id)",
+        "SELECT COUNT(*) FROM visits v WHERE EXISTS (SELECT 1 FROM visits a JOIN visits b "
+        "ON a.patient_id = b.patient_id WHERE a.patient_id = v.patient_id AND a.cost <> v.cost)",
+        "SELECT COUNT(*) FROM visits v JOIN visits w ON w.patient_id = v.patient_id "
+        "WHERE EXISTS (SELECT 1 FROM visits a WHERE a.patient_id = v.patient_id)",
+    ],
+)
+def test_a_where_subquery_counts_towards_the_querys_multiplying_tables(sql: str) -> None:
+    with pytest.raises(Rejected, match="may read at most 2 protected tables with several rows"):
+        plan(sql, CATALOG, PlanRequest(1.0))
+
+
+def test_no_subquery_inside_a_where_subquery() -> None:
+    """The red team's query, two levels deep: each level runs for every row of the one
+    above, so nine levels over an 8-row lookup took 3 s when one person's row met the outer
+    condition and 0.05 s when not."""
+    sql = (
+        "SELECT COUNT(*) FROM visits v JOIN patients p ON p.patient_id = v.patient_id "
+        "WHERE v.patient_id = 3 AND p.birth_year > 1960 AND EXISTS (SELECT 1 FROM "
+        "departments d1 WHERE d1.name <> v.department AND EXISTS (SELECT 1 FROM departments "
+        "d2 WHERE d2.name <> v.department AND d2.name <> d1.name))"
+    )
+    with pytest.raises(Rejected, match="inside a subquery in WHERE is not supported"):
+        plan(sql, CATALOG, PlanRequest(1.0))
+    one_level = sql.rsplit(" AND EXISTS (SELECT 1 FROM departments d2", 1)[0] + ")"
+    assert plan(one_level, CATALOG, PlanRequest(1.0)).max_rows_per_unit == 3
 
 
 def test_an_inlined_join_counts_towards_the_outer_querys_tables() -> None:
@@ -504,6 +539,7 @@ def neighbour_catalog() -> Catalog:
             "prescriptions": tables.RX_POLICY.model_copy(update={"max_groups_per_unit": 3}),
         },
         schema="main",
+        unique=tables.UNIQUE,
     )
 
 
