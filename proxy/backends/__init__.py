@@ -69,7 +69,8 @@ Schema = Mapping[str, Mapping[str, DeclaredType]]
 
 
 class KeyCheck(enum.Enum):
-    """Whether a column referenced by a foreign-key path holds each value at most once."""
+    """Whether a column holds each value at most once: one a foreign-key path references, or
+    one a public table is joined on."""
 
     DECLARED = "a PRIMARY KEY, UNIQUE constraint or unique index keeps it unique"
     VERIFIED = "its rows are unique now; a file changed afterwards is not used before a restart"
@@ -100,8 +101,8 @@ class Backend(Protocol):
 
     async def key_check(self, schema: str, table: str, column: str) -> KeyCheck:
         """Whether ``table.column`` (names as the database spells them) is unique, for a
-        foreign-key path that references it (proxy.unit_keys). Nothing of the data leaves
-        the backend but the answer."""
+        foreign-key path that references it (proxy.unit_keys) or a public table's joins
+        (proxy.public_keys). Nothing of the data leaves the backend but the answer."""
         ...
 
     async def close(self) -> None: ...

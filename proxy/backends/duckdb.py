@@ -343,9 +343,10 @@ def _check_unchanged(
     for (schema, table, column), check in keys.items():
         if check is not KeyCheck.DECLARED:
             raise NotReady(
-                f"{path} changed since dpproxy started: {table}.{column}, referenced by a "
-                "foreign-key path, has no declared key, and its rows were found unique in "
-                f"the file dpproxy started with, which must be checked again; {restart}",
+                f"{path} changed since dpproxy started: {table}.{column}, a key dpproxy "
+                "relies on (of a foreign-key path or a public table), has no declared key, "
+                "and its rows were found unique in the file dpproxy started with, which must "
+                f"be checked again; {restart}",
                 needs_restart=True,
             )
         try:
@@ -354,8 +355,9 @@ def _check_unchanged(
             raise NotReady(f"{path}: cannot read its keys: {error}") from None
         if not still:
             raise NotReady(
-                f"{path} changed since dpproxy started: {table}.{column}, referenced by a "
-                f"foreign-key path, is no longer a declared key; {restart}",
+                f"{path} changed since dpproxy started: {table}.{column}, a key dpproxy "
+                f"relies on (of a foreign-key path or a public table), is no longer a declared "
+                f"key; {restart}",
                 needs_restart=True,
             )
 
