@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from proxy import parameters
 from proxy.protocol import codec
@@ -87,6 +88,12 @@ class PreparedStatement:
     told: Told | None = None
     """The last Describe of this statement: Execute of its portals keeps its columns."""
 
+    @cached_property
+    def is_query(self) -> bool:
+        """Whether it is a query, not a session statement (``snapshot_taken`` asks at
+        each Parse and Bind; read once)."""
+        return _is_query(self.parsed.sql)
+
     @property
     def sql(self) -> str:
         return self.parsed.sql
@@ -142,7 +149,7 @@ class ExtendedQueries:
         PostgreSQL, whose parse analysis of a query (not of SET, SHOW, BEGIN...) takes the
         transaction's snapshot, the session's transaction block has its modes set from
         then on (SET TRANSACTION ISOLATION LEVEL is 25001 after it)."""
-        if _is_query(self.statements[statement].sql):
+        if self.statements[statement].is_query:
             session.query_prepared()
 
     def _check_room(self, name: str, sql: str) -> None:

@@ -18,6 +18,7 @@ import pytest
 from tests.integration.server import RunningServer
 from tests.integration.test_transaction_statements import (
     Message,
+    answers,
     fields,
     query,
     read_message,
@@ -56,14 +57,6 @@ CASES = [
 @pytest.fixture(scope="module")
 def server(duckdb_server: RunningServer) -> RunningServer:
     return duckdb_server  # the package's: these tests leave nothing the others could see
-
-
-def answers(sock: socket.socket, case: str) -> list[list[Message]]:
-    try:
-        return [query(sock, sql) for sql in case.split(";; ")]
-    finally:  # the next case starts outside a block, with the session's first settings
-        query(sock, "ROLLBACK")
-        query(sock, "RESET ALL")
 
 
 def test_parameter_status_is_sent_as_postgresql_sends_it(

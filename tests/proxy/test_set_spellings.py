@@ -13,29 +13,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
-from typing import Any, cast
 
 import psycopg
 import pytest
 
-from accountant import AnalystBudget, Epsilon
-from proxy.asker import Asker
 from proxy.seam import QueryError, StatementResult
 from proxy.session import AnalystSession
 from proxy.statements import Kind, SessionStatement, StatementSyntaxError, recognize
-
-
-class RefusingPipeline:
-    """SET and SHOW never reach the pipeline."""
-
-    async def answer(self, *args: object, **kwargs: object) -> None:
-        raise QueryError("42P01", "no such table")
-
-
-def session() -> AnalystSession:
-    budget = AnalystBudget(total=Epsilon("10"), default_per_query=Epsilon("1"))
-    pipeline = cast(Any, RefusingPipeline())
-    return AnalystSession(pipeline, Asker("alice", budget, "127.0.0.1"), "test")
+from tests.proxy.test_session_statements import session
 
 
 def run(s: AnalystSession, sql: str) -> StatementResult:
