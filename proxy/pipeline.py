@@ -84,6 +84,7 @@ from rewriter import (
     Plan,
     PlanRequest,
     Rejected,
+    Release,
     ReleaseError,
     plan,
 )
@@ -309,8 +310,11 @@ class Pipeline:
             ) from None
         try:
             exact = await self.backend.fetch_all(query_plan.sql, token)
-            released = query_plan.release(exact, self.noise)
-            answer = self.post.run(released, query_plan.post_sql)
+            # Off the event loop: thousands of groups take a second of noise draws, during
+            # which every other session (and a cancel request) would wait.
+            released, answer = await self.planner.run(
+                asker.analyst, partial(self._release, query_plan, exact)
+            )
         except (BackendError, ReleaseError, PostProcessError) as failure:
             if stopped_by_disconnect(failure, token):
                 await self._not_sent(asker, cost, reservation, started)
@@ -375,6 +379,11 @@ class Pipeline:
             report=report,
             bias_check=bias_check,
         )
+
+    def _release(self, query_plan: Plan, exact: list[tuple[object, ...]]) -> tuple[Release, Answer]:
+        """In a worker thread: the noisy release of ``exact`` and its post-processed answer."""
+        released = query_plan.release(exact, self.noise)
+        return released, self.post.run(released, query_plan.post_sql)
 
     async def _not_sent(
         self, asker: Asker, cost: Cost, reservation: Reservation, started: float

@@ -32,9 +32,17 @@ A column counts only if a join compares it as it is unique:
   ``character(n)``: ``varchar = character`` converts the varchar, where ``'a'`` and
   ``'a '``, distinct in the key, are equal.
 
-Cost at startup: PostgreSQL, one catalog query per candidate column of each public table;
-DuckDB, one scan of each public table that has a candidate column, plus one scan per
-column found unique without a declared key.
+A public table of more than ``max_rows`` rows ([backend] max_public_rows) gets no keys and
+may not be read at all (``PublicKeys.oversized``, ``TableInfo.exceeds_rows``): even joined
+on its key, the engine reads it only when the other side of the join has a row, so a
+condition on one person took 30 ms when it held and 11 ms when not with a 20-million-row
+lookup table (docs/privacy.md). Each public table is counted first, reading at most
+``max_rows`` + 1 of its rows (``Backend.rows_within``; DuckDB counts again whenever it
+opens a changed file).
+
+Cost at startup: that count; PostgreSQL, one catalog query per candidate column of each
+public table; DuckDB, one scan of each public table that has a candidate column, plus one
+scan per column found unique without a declared key.
 """
 
 from __future__ import annotations
@@ -73,15 +81,23 @@ _KEY_TYPES = frozenset(
 class PublicKeys:
     #: table -> its unique columns, as the database spells them (build_catalog's ``unique``).
     unique: dict[str, list[str]] = field(default_factory=dict)
+    #: table -> the row limit it exceeds (build_catalog's ``oversized``): not to be read.
+    oversized: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # for the log, as information
     warnings: list[str] = field(default_factory=list)  # tables that cannot be joined
 
 
 async def find_public_keys(
-    backend: Backend, schema: str, declared: Schema, policies: Mapping[str, TablePolicy]
+    backend: Backend,
+    schema: str,
+    declared: Schema,
+    policies: Mapping[str, TablePolicy],
+    *,
+    max_rows: int,
 ) -> PublicKeys:
-    """The unique columns of each public table of ``policies`` (a table the schema does
-    not have is left to build_catalog to report)."""
+    """The unique columns of each public table of ``policies`` that holds at most
+    ``max_rows`` rows, and the tables that hold more (a table the schema does not have is
+    left to build_catalog to report)."""
     found = PublicKeys()
     collations = set(exposed_collations(declared, policies))
     padded = any(
@@ -98,6 +114,16 @@ async def find_public_keys(
         if located is None:
             continue
         table, columns = located
+        if not await _rows_within(backend, schema, table, max_rows):
+            found.oversized[table] = max_rows
+            found.warnings.append(
+                f"public table {table} holds more than {max_rows} rows, so queries cannot "
+                "read it (the time a query takes to read a large lookup table can tell "
+                "whether one person's row met a condition); give queries a smaller lookup "
+                "table, or raise [backend] max_public_rows knowing that cost "
+                "(docs/privacy.md) and restart dpproxy"
+            )
+            continue
         candidates: list[str] = []
         excluded: list[str] = []
         for column, declared_type in columns.items():
@@ -158,6 +184,15 @@ async def _unique(
     checks = {column: await backend.key_check(schema, table, column) for column in checked}
     keys = [c for c, how in checks.items() if how in (KeyCheck.DECLARED, KeyCheck.VERIFIED)]
     return keys, checks
+
+
+async def _rows_within(backend: Backend, schema: str, table: str, limit: int) -> bool:
+    try:
+        return await backend.rows_within(schema, table, limit)
+    except BackendError as error:
+        raise BackendError(
+            f"counting the rows of public table {table} (up to {limit + 1}): {error}"
+        ) from None
 
 
 async def _distinct_now(backend: Backend, schema: str, table: str, columns: list[str]) -> list[str]:

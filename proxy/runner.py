@@ -99,7 +99,7 @@ async def load_catalog(settings: Settings, backend: Backend) -> tuple[Catalog, S
     schema = settings.backend.schema_or_default
     declared = await backend.schema_declared(schema)
 
-    def built(unique: dict[str, list[str]]) -> Catalog:
+    def built(unique: dict[str, list[str]], oversized: dict[str, int]) -> Catalog:
         return build_catalog(
             column_types(declared),
             settings.tables,
@@ -107,9 +107,10 @@ async def load_catalog(settings: Settings, backend: Backend) -> tuple[Catalog, S
             digits=column_digits(declared),
             finite_decimals=backend.finite_decimals,
             unique=unique,
+            oversized=oversized,
         )
 
-    built({})  # the policies checked against the schema before any key is looked for
+    built({}, {})  # the policies checked against the schema before any key is looked for
     opendp()  # loaded now (deferred by the commands that answer no query)
     check_unit_columns(declared, settings.tables)
     check_domain_columns(declared, settings.tables)
@@ -117,12 +118,14 @@ async def load_catalog(settings: Settings, backend: Backend) -> tuple[Catalog, S
         check_text_collations(declared, settings.tables)
     for note in await check_unit_keys(backend, schema, declared, settings.tables):
         logger.info("%s", note)
-    public = await find_public_keys(backend, schema, declared, settings.tables)
+    public = await find_public_keys(
+        backend, schema, declared, settings.tables, max_rows=settings.backend.max_public_rows
+    )
     for note in public.notes:
         logger.info("%s", note)
     for warning in public.warnings:
         logger.warning("%s", warning)
-    return built(public.unique), declared
+    return built(public.unique, public.oversized), declared
 
 
 async def run(settings: Settings, on_ready: Callable[[int], None]) -> None:

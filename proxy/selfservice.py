@@ -34,6 +34,7 @@ _MENTIONS = re.compile(r"\bdpproxy\s*\.\s*\"?(my_budget|my_queries)\b", re.IGNOR
 #: What an analyst sees of their history: their own query attempts.
 SHOWN_DECISIONS = (
     Decision.ACCEPTED,
+    Decision.CACHED,  # a released answer sent again, at no cost
     Decision.FAILED,
     Decision.REJECTED,
     Decision.OVER_BUDGET,

@@ -143,6 +143,15 @@ class BackendSettings(BaseModel):
     statement_timeout_seconds: float = Field(
         default=60.0, gt=0, description="Longest a query may run in the database."
     )
+    max_public_rows: int = Field(
+        default=10_000,
+        ge=0,
+        description=(
+            "The most rows a public table may hold for queries to read it: the time a query"
+            " takes to read a large lookup table can tell whether one person's row met a"
+            " condition (docs/privacy.md)."
+        ),
+    )
     answer_cache_seconds: float = Field(
         default=3600.0,
         ge=0,

@@ -109,6 +109,9 @@ class TableInfo:
     #: joined only through an equality on one of them (rewriter.passes.check_joins). Found
     #: when dpproxy starts (proxy.public_keys); empty when unknown.
     unique_columns: frozenset[str] = frozenset()
+    #: A public table found at start to hold more rows than this limit ([backend]
+    #: max_public_rows, proxy.public_keys): no query may read it. None when within.
+    exceeds_rows: int | None = None
 
     def column(self, name: str) -> ColumnInfo:
         found = self.columns.get(name.lower())
@@ -157,6 +160,15 @@ class Catalog:
                 sqlstate="42P01",
                 hint=f"tables you may query: {known}",
             )
+        if found.exceeds_rows is not None:
+            raise Rejected(
+                f'public table "{found.name}" holds more than {found.exceeds_rows} rows, so '
+                "queries cannot read it: the time a query takes to read a large lookup table "
+                "can tell whether one person's row met a condition",
+                sqlstate="42501",
+                hint="ask your dpproxy admin for a smaller lookup table (or to raise [backend] "
+                "max_public_rows, knowing that cost)",
+            )
         return found
 
 
@@ -200,6 +212,7 @@ def build_catalog(
     finite_decimals: bool = False,
     zoned: Mapping[str, Collection[str]] | None = None,
     unique: Mapping[str, Collection[str]] | None = None,
+    oversized: Mapping[str, int] | None = None,
 ) -> Catalog:
     """Combine the backend's columns (table -> column -> type) with the table policies.
 
@@ -211,6 +224,8 @@ def build_catalog(
     (``ColumnInfo.zoned``); by default those a ``ColumnTypes`` names.
     ``unique`` (table -> columns): the columns known to hold each value at most once
     (``TableInfo.unique_columns``; proxy.public_keys finds them for the public tables).
+    ``oversized`` (table -> row limit): the public tables found to hold more rows than the
+    limit, which no query may read (``TableInfo.exceeds_rows``).
 
     Only tables with a policy are visible. Raises PolicyError naming the table or column
     when a policy refers to something the database does not have.
@@ -222,6 +237,7 @@ def build_catalog(
         table.lower(): {c.lower() for c in found} for table, found in (zoned or {}).items()
     }
     keyed = _unique_columns(unique or {}, by_key)
+    too_large = {table.lower(): limit for table, limit in (oversized or {}).items()}
     tables: dict[str, TableInfo] = {}
     for table_name, policy in policies.items():
         key = table_name.lower()
@@ -274,6 +290,7 @@ def build_catalog(
             columns=infos,
             policy=policy,
             unique_columns=keyed.get(key, frozenset()),
+            exceeds_rows=too_large.get(key),
         )
     return Catalog({key: _with_path(key, tables, ()) for key in tables})
 

@@ -23,6 +23,7 @@ from rewriter.passes.check_predicate import check_predicate
 from rewriter.passes.check_shape import check_shape
 from rewriter.passes.collations import default_collation
 from rewriter.passes.constants import constants, zone_probe
+from rewriter.passes.engine_limits import check_engine_limits
 from rewriter.passes.group_keys import domain_cells, from_data, group_keys
 from rewriter.passes.local_times import local_times
 from rewriter.passes.measurements import MeasureKind, MeasurementSpec, plan_measurements
@@ -149,6 +150,7 @@ def _plan(sql: str, catalog: Catalog, request: PlanRequest) -> Plan:
         max_groups=joins.max_groups_per_unit,
         checks=checks,
     )
+    check_engine_limits(query, request.dialect)
     zone = local_times(query)
     if request.dialect == "postgres":
         default_collation(query)  # LIKE never fails for a column's collation

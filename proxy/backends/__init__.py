@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -105,7 +105,21 @@ class Backend(Protocol):
         (proxy.public_keys). Nothing of the data leaves the backend but the answer."""
         ...
 
+    async def rows_within(self, schema: str, table: str, limit: int) -> bool:
+        """Whether ``table`` holds at most ``limit`` rows, reading at most ``limit`` + 1 of
+        them (proxy.public_keys: a public table larger than that may not be read). DuckDB
+        counts again whenever it opens a changed file."""
+        ...
+
     async def close(self) -> None: ...
+
+
+def single_count(rows: Sequence[Sequence[object]], what: str) -> int:
+    """The one integer of a ``SELECT COUNT(*)`` answer (``rows``), else a RuntimeError
+    naming ``what`` was counted."""
+    if len(rows) != 1 or len(rows[0]) != 1 or not isinstance(rows[0][0], int):
+        raise RuntimeError(f"counting {what}: unexpected answer {rows!r}")
+    return rows[0][0]
 
 
 _TYPE_PREFIXES: tuple[tuple[str, ColumnType], ...] = (

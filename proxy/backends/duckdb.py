@@ -22,6 +22,7 @@ import logging
 import os
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
@@ -37,6 +38,7 @@ from proxy.backends import (
     QueryCanceled,
     Schema,
     group_declared,
+    single_count,
 )
 from proxy.backends.collations import COLLATIONS_QUERY, with_collations
 from proxy.duckdb_interrupt import Interrupter
@@ -99,6 +101,8 @@ class DuckDBBackend:
         # keys found on the first opening, which every later opening must declare too.
         self._declared: dict[str, Schema] = {}
         self._keys: dict[tuple[str, str, str], KeyCheck] = {}
+        # The public tables found to hold at most so many rows (rows_within).
+        self._row_limits: dict[tuple[str, str], int] = {}
         self._reopening = asyncio.Lock()
         # The identity of a version of the file that could not be used, and why: refused
         # again without opening it again, until the file changes.
@@ -126,6 +130,17 @@ class DuckDBBackend:
         self._keys.setdefault((schema, table, column), found)
         return found
 
+    async def rows_within(self, schema: str, table: str, limit: int) -> bool:
+        """Counted again whenever a changed file is opened (``ready``)."""
+        opening = self._use()
+        try:
+            within = await asyncio.to_thread(_rows_within, opening.connection, schema, table, limit)
+        finally:
+            self._leave(opening)
+        if within:
+            self._row_limits.setdefault((schema, table), limit)
+        return within
+
     async def ready(self, token: CancelToken) -> None:
         """Before a charge: one os.stat of the file; if it is not the version that was
         opened, open it again (see the module's docstring). NotReady if the file cannot
@@ -147,9 +162,9 @@ class DuckDBBackend:
                     f"{self._path} changed less than {self._settle_ns / 1e9:g} s ago and may "
                     "still be being written; it is opened once it has been left alone that long"
                 )
-            declared, keys = dict(self._declared), dict(self._keys)
+            declared = _StartedWith(dict(self._declared), dict(self._keys), dict(self._row_limits))
             try:
-                opening = await asyncio.to_thread(_open_checked, self._path, found, declared, keys)
+                opening = await asyncio.to_thread(_open_checked, self._path, found, declared)
             except NotReady as refusal:  # logged by the pipeline
                 self._refused = (found, refusal)
                 raise
@@ -289,21 +304,26 @@ def _close(connection: duckdb.DuckDBPyConnection) -> None:
         logger.warning("closing a DuckDB connection failed: %s", error)
 
 
-def _open_checked(
-    path: Path,
-    found: Identity,
-    declared: Mapping[str, Schema],
-    keys: Mapping[tuple[str, str, str], KeyCheck],
-) -> _Opening:
+@dataclass(frozen=True)
+class _StartedWith:
+    """What the catalog was built from, which every later opening of the file must hold."""
+
+    schemas: Mapping[str, Schema]
+    keys: Mapping[tuple[str, str, str], KeyCheck]
+    row_limits: Mapping[tuple[str, str], int]  # (schema, table) -> at most so many rows
+
+
+def _open_checked(path: Path, found: Identity, started: _StartedWith) -> _Opening:
     """``path`` opened again (in a worker thread), after its identity changed to
-    ``found``: it must declare the schemas (``declared``) and keys (``keys``) dpproxy was
-    started with, and must not have changed meanwhile. Raises NotReady."""
+    ``found``: it must declare the schemas and keys dpproxy was started with, its public
+    tables must stay within their row limits, and it must not have changed meanwhile.
+    Raises NotReady."""
     try:
         connection = _open(path)
     except BackendError as error:
         raise NotReady(str(error)) from None
     try:
-        _check_unchanged(connection, path, declared, keys)
+        _check_unchanged(connection, path, started)
         try:
             now = _identity(path)
         except OSError as error:
@@ -320,16 +340,13 @@ def _open_checked(
 
 
 def _check_unchanged(
-    connection: duckdb.DuckDBPyConnection,
-    path: Path,
-    declared: Mapping[str, Schema],
-    keys: Mapping[tuple[str, str, str], KeyCheck],
+    connection: duckdb.DuckDBPyConnection, path: Path, started: _StartedWith
 ) -> None:
     restart = (
         "the policies and the catalog were built from the file dpproxy started with: "
         "restart dpproxy to use the new one (or put the old one back)"
     )
-    for schema, expected in declared.items():
+    for schema, expected in started.schemas.items():
         try:
             found = _read_schema(connection, schema)
         except duckdb.Error as error:
@@ -340,7 +357,19 @@ def _check_unchanged(
                 f"{path} changed since dpproxy started: {difference}; {restart}",
                 needs_restart=True,
             )
-    for (schema, table, column), check in keys.items():
+    for (schema, table), limit in started.row_limits.items():
+        try:
+            within = _rows_within(connection, schema, table, limit)
+        except BackendError as error:
+            raise NotReady(f"{path}: cannot count the rows of {table}: {error}") from None
+        if not within:
+            raise NotReady(
+                f"{path} changed since dpproxy started: public table {table} now holds more "
+                f"than {limit} rows ([backend] max_public_rows), and queries may read it only "
+                f"while it holds fewer; {restart}",
+                needs_restart=True,
+            )
+    for (schema, table, column), check in started.keys.items():
         if check is not KeyCheck.DECLARED:
             raise NotReady(
                 f"{path} changed since dpproxy started: {table}.{column}, a key dpproxy "
@@ -414,6 +443,23 @@ def _declared_key(
     finally:
         cursor.close()
     return False
+
+
+def _rows_within(
+    connection: duckdb.DuckDBPyConnection, schema: str, table: str, limit: int
+) -> bool:
+    """In a worker thread: whether ``table`` holds at most ``limit`` rows."""
+    name = f"{_quoted(schema)}.{_quoted(table)}"
+    cursor = connection.cursor()
+    try:
+        rows = cursor.execute(
+            f"SELECT COUNT(*) FROM (SELECT 1 FROM {name} LIMIT {int(limit) + 1}) AS s"
+        ).fetchall()
+    except duckdb.Error as error:
+        raise BackendError(f"DuckDB: {error}") from None
+    finally:
+        cursor.close()
+    return single_count(rows, f"the rows of {schema}.{table}") <= limit
 
 
 def _key_check(

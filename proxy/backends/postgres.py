@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeAlias, TypeVar
 
 import psycopg
+from psycopg import sql as pgsql
 
 from proxy.backends import (
     SCHEMA_QUERY,
@@ -34,6 +35,7 @@ from proxy.backends import (
     QueryCanceled,
     Schema,
     group_declared,
+    single_count,
 )
 from rewriter.planner import Dialect
 
@@ -208,16 +210,31 @@ class PostgresBackend:
     async def key_check(self, schema: str, table: str, column: str) -> KeyCheck:
         """Only a unique index counts: other sessions can change the rows at any time, so
         rows unique today prove nothing about tomorrow's."""
+        found = await self._fetch_at_start(_UNIQUE_INDEX_QUERY, [schema, table, column])
+        return KeyCheck.DECLARED if found else KeyCheck.UNENFORCED
+
+    async def rows_within(self, schema: str, table: str, limit: int) -> bool:
+        """Counted when dpproxy starts: other sessions may add rows later (docs)."""
+        query = pgsql.SQL("SELECT COUNT(*) FROM (SELECT 1 FROM {}.{} LIMIT %s) AS s").format(
+            pgsql.Identifier(schema), pgsql.Identifier(table)
+        )
+        rows = await self._fetch_at_start(query, [limit + 1])
+        return single_count(rows, f"the rows of {schema}.{table}") <= limit
+
+    async def _fetch_at_start(
+        self, query: pgsql.Composed | str, params: list[object]
+    ) -> list[tuple[Any, ...]]:
+        """The rows of one query dpproxy sends when it starts (not an analyst's)."""
         async with self._slots:
             conn = await self._acquire()
             try:
-                cur = await conn.execute(_UNIQUE_INDEX_QUERY, [schema, table, column])
+                cur = await conn.execute(query, params)
                 found = await cur.fetchall()
             except psycopg.Error as error:
                 await self._discard(conn)
                 raise BackendError(f"PostgreSQL: {error}") from None
             self._idle.append(conn)
-        return KeyCheck.DECLARED if found else KeyCheck.UNENFORCED
+        return found
 
     async def fetch_all(self, sql: str, token: CancelToken) -> list[tuple[object, ...]]:
         async with self._slots:

@@ -523,6 +523,8 @@ def _outputs(inner: exp.Select, scope: Scope) -> tuple[dict[str, exp.Expr], list
                 starred.append(source)
 
     for item in inner.expressions:
+        if item.find(exp.Window):  # refused where the query uses it, and where it does not
+            raise Rejected("window functions are not supported", hint=_FORMS)
         star_item = item if isinstance(item, exp.Star) else item.this
         if isinstance(star_item, exp.Star):
             refuse_extra(star_item, _STAR_ARGS, "in a subquery in FROM", _FORMS)

@@ -71,6 +71,18 @@ def test_my_queries_are_own_and_free(ledger: AsyncLedger) -> None:
     assert ask(ledger, "bob", "SELECT * FROM dpproxy.my_budget").rows[0][2] == "1"  # unchanged
 
 
+def test_my_queries_show_answers_sent_again_from_the_cache(ledger: AsyncLedger) -> None:
+    """Every attempt: an answer reused from the answer cache is listed, at ε 0."""
+    sql = "SELECT COUNT(*) FROM visits -- bob"
+    asyncio.run(
+        ledger.cached(Attempt("bob", "10.0.0.1:1", sql), "the answer of query 1", 1, 0.5, BUDGET)
+    )
+    result = ask(ledger, "bob", "SELECT * FROM dpproxy.my_queries")
+    assert result.tag == "SELECT 3"
+    assert result.rows[-1][3:7] == (sql, "cached", "the answer of query 1", "0")
+    assert ask(ledger, "bob", "SELECT * FROM dpproxy.my_budget").rows[0][2] == "1"  # unchanged
+
+
 def test_only_whole_views_and_nothing_else(ledger: AsyncLedger) -> None:
     assert ask(ledger, "bob", "SELECT COUNT(*) FROM visits") is None
     with pytest.raises(QueryError, match="read whole"):

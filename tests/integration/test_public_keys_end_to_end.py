@@ -40,7 +40,9 @@ JOINED = (
 
 
 @contextmanager
-def lookup_server(engine: str, directory: Path, pg_dsn: str | None) -> Iterator[RunningServer]:
+def lookup_server(
+    engine: str, directory: Path, pg_dsn: str | None, max_public_rows: int | None = None
+) -> Iterator[RunningServer]:
     """The demo with the LOOKUPS tables, served from DuckDB or from a PostgreSQL schema."""
     data = demo_database(directory, PATIENTS)
     backend, schema = "", f"dpproxy_it_{uuid.uuid4().hex[:10]}"
@@ -58,6 +60,9 @@ def lookup_server(engine: str, directory: Path, pg_dsn: str | None) -> Iterator[
             for statement in LOOKUPS:
                 conn.execute(statement)
     config = write_config(directory, backend=backend)
+    if max_public_rows is not None:
+        limit = f"[backend]\nmax_public_rows = {max_public_rows}\n"
+        config.write_text(config.read_text().replace("[backend]\n", limit, 1))
     with config.open("a") as file:
         file.write(SECTIONS)
     running = start(config)
@@ -124,3 +129,46 @@ def test_a_lookup_joins_on_its_key_only(
     assert "Traceback" not in log
     assert "public table floors has no column known to be unique" in log
     assert "public table wings may be joined on building" in log
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "postgres"])
+def test_a_lookup_larger_than_max_public_rows_is_not_read(
+    engine: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Reading a large lookup table takes long enough to tell whether one person's row met
+    a condition (tests/proxy/test_public_rows.py): above the limit, no query reads it."""
+    pg_dsn = request.getfixturevalue("pg_dsn") if engine == "postgres" else None
+    with lookup_server(engine, tmp_path, pg_dsn, max_public_rows=2) as server:
+        with psycopg.connect(server.dsn("alice"), autocommit=True, connect_timeout=10) as conn:
+            for sql in (
+                "SELECT COUNT(*) FROM visits JOIN departments USING (department)",
+                "SELECT COUNT(*) FROM visits WHERE department IN "
+                "(SELECT department FROM departments WHERE floor > 1)",
+            ):
+                with pytest.raises(psycopg.errors.InsufficientPrivilege) as refused:
+                    conn.execute(sql.encode())
+                assert refused.value.diag.message_primary == (
+                    'public table "departments" holds more than 2 rows, so queries cannot '
+                    "read it: the time a query takes to read a large lookup table can tell "
+                    "whether one person's row met a condition"
+                )
+                assert refused.value.diag.message_hint is not None
+                assert "max_public_rows" in refused.value.diag.message_hint
+            budget = conn.execute(b"SELECT * FROM dpproxy.my_budget").fetchone()
+            assert budget is not None and float(str(budget[2])) == 0  # refused before any charge
+            # Within the limit (2 rows): still read.
+            assert (
+                _count(
+                    conn,
+                    "SELECT COUNT(*) FROM visits WHERE department IN (SELECT building FROM wings)",
+                )
+                >= 0
+            )
+        psql = server.psql(
+            "alice", "SELECT COUNT(*) FROM visits JOIN departments USING (department)"
+        )
+        assert psql.returncode != 0
+        assert 'public table "departments" holds more than 2 rows' in psql.stderr
+        log = server.stop()
+    assert "Traceback" not in log
+    assert "public table departments holds more than 2 rows, so queries cannot read it" in log

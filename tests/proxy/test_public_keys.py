@@ -22,11 +22,13 @@ from rewriter import TablePolicy
 PROTECTED = TablePolicy(privacy_unit="pid")
 
 
-def _found(backend: Backend, schema: str, policies: Mapping[str, TablePolicy]) -> PublicKeys:
+def _found(
+    backend: Backend, schema: str, policies: Mapping[str, TablePolicy], max_rows: int = 10_000
+) -> PublicKeys:
     async def run() -> PublicKeys:
         try:
             declared = await backend.schema_declared(schema)
-            return await find_public_keys(backend, schema, declared, policies)
+            return await find_public_keys(backend, schema, declared, policies, max_rows=max_rows)
         finally:
             await backend.close()
 
@@ -85,7 +87,7 @@ def test_duckdb_rows_found_unique_need_a_restart_a_repeated_column_does_not(
         backend = DuckDBBackend(data, timeout_seconds=10, settle_seconds=0)
         try:
             declared = await backend.schema_declared("main")
-            found = await find_public_keys(backend, "main", declared, policies)
+            found = await find_public_keys(backend, "main", declared, policies, max_rows=10)
             assert found.unique["keyed"] == ["k"]
             shutil.copyfile(copy, data)  # the same content, a changed file
             await backend.ready(CancelToken())
