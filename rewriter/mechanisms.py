@@ -30,6 +30,15 @@ class NoiseSource(Protocol):
 
     def discrete_gaussian(self, scale: float) -> int: ...
 
+    def discrete_laplace_many(self, scale: float, count: int) -> list[int]:
+        """``count`` independent draws of ``discrete_laplace(scale)`` (partition selection
+        draws one per candidate group: thousands, in one call)."""
+        ...
+
+    def discrete_gaussian_many(self, scale: float, count: int) -> list[int]:
+        """``count`` independent draws of ``discrete_gaussian(scale)``."""
+        ...
+
     def noisy_min(self, scores: Sequence[int], scale: float, gumbel: bool) -> int:
         """The index of the lowest score after noise (``rewriter.quantile_selection``)."""
         ...
@@ -47,6 +56,18 @@ def _gaussian_measurement(scale: float) -> Any:
     return dp.m.make_gaussian(dp.atom_domain(T="i64"), dp.absolute_distance(T="i64"), scale=scale)
 
 
+@lru_cache(maxsize=256)
+def _vector_measurement(gaussian: bool, scale: float) -> Any:
+    """The same sampler as ``_laplace_measurement`` / ``_gaussian_measurement``, over a
+    vector: OpenDP draws each element's noise independently. One call costs about what one
+    draw does (most of it is the binding's own overhead), whatever the length."""
+    dp = opendp()
+    domain = dp.vector_domain(dp.atom_domain(T="i64"))
+    if gaussian:
+        return dp.m.make_gaussian(domain, dp.l2_distance(T="i64"), scale=scale)
+    return dp.m.make_laplace(domain, dp.l1_distance(T="i64"), scale=scale)
+
+
 class OpenDPNoise:
     """Discrete Laplace and Gaussian noise from OpenDP's exact samplers (OS randomness)."""
 
@@ -56,6 +77,12 @@ class OpenDPNoise:
     def discrete_gaussian(self, scale: float) -> int:
         return _integer(_gaussian_measurement(scale)(0))
 
+    def discrete_laplace_many(self, scale: float, count: int) -> list[int]:
+        return _integers(_vector_measurement(False, scale), count)
+
+    def discrete_gaussian_many(self, scale: float, count: int) -> list[int]:
+        return _integers(_vector_measurement(True, scale), count)
+
     def noisy_min(self, scores: Sequence[int], scale: float, gumbel: bool) -> int:
         return _integer(noisy_min_measurement(scale, gumbel)(list(scores)))
 
@@ -64,6 +91,18 @@ def _integer(noise: object) -> int:
     if not isinstance(noise, int):
         raise TypeError(f"OpenDP returned {type(noise).__name__}, expected int")
     return noise
+
+
+def _integers(measurement: Any, count: int) -> list[int]:
+    """``count`` draws of a vector ``measurement`` (applied to zeros), checked."""
+    if count < 0:
+        raise ValueError("count must not be negative")
+    if count == 0:
+        return []
+    drawn = measurement([0] * count)
+    if not isinstance(drawn, list) or len(drawn) != count:
+        raise TypeError(f"OpenDP returned {type(drawn).__name__}, expected {count} ints")
+    return [_integer(value) for value in drawn]
 
 
 @dataclass(frozen=True)
@@ -89,6 +128,11 @@ class DiscreteLaplace:
 
     def release(self, exact: int, noise: NoiseSource) -> int:
         return exact + noise.discrete_laplace(self.scale)
+
+    def release_many(self, exact: Sequence[int], noise: NoiseSource) -> list[int]:
+        """``release`` of each of ``exact``, with independent draws made in one call."""
+        drawn = noise.discrete_laplace_many(self.scale, len(exact))
+        return [e + n for e, n in zip(exact, drawn, strict=True)]
 
     def half_width(self, confidence: float = 0.95) -> int:
         """Smallest k with P(|noise| <= k) >= confidence.
@@ -131,6 +175,11 @@ class DiscreteGaussian:
 
     def release(self, exact: int, noise: NoiseSource) -> int:
         return exact + noise.discrete_gaussian(self.scale)
+
+    def release_many(self, exact: Sequence[int], noise: NoiseSource) -> list[int]:
+        """``release`` of each of ``exact``, with independent draws made in one call."""
+        drawn = noise.discrete_gaussian_many(self.scale, len(exact))
+        return [e + n for e, n in zip(exact, drawn, strict=True)]
 
     def half_width(self, confidence: float = 0.95) -> int:
         """Smallest k with P(|noise| <= k) >= confidence, from the exact pmf

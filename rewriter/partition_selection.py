@@ -30,6 +30,7 @@ understating δ (opendp/opendp#2922): dpproxy therefore uses OpenDP for the nois
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from statistics import NormalDist
@@ -137,6 +138,10 @@ class PartitionSelection:
     def keep(self, units: int, noise: NoiseSource) -> bool:
         """Draw the noise for one group's unit count and compare it with the threshold."""
         return self.noise.release(units, noise) >= self.threshold
+
+    def keep_many(self, units: Sequence[int], noise: NoiseSource) -> list[bool]:
+        """``keep`` for each group's unit count, the draws made in one call."""
+        return [noisy >= self.threshold for noisy in self.noise.release_many(units, noise)]
 
 
 def _check(groups: int, delta: float) -> None:

@@ -179,11 +179,16 @@ class Plan:
         else:
             cells = self._selected(self.selection, units, noise)
             exact = {cell: exact[cell] for cell, _ in cells}
-        for lookup, cell in cells:
-            totals = exact.pop(lookup, zeros)
+        per_cell = [exact.pop(lookup, zeros) for lookup, _ in cells]
+        # One measurement at a time over all cells: its noise drawn in one call.
+        columns = [
+            _release_column(m, [totals[i] for totals in per_cell], noise)
+            for i, m in enumerate(self.measurements)
+        ]
+        for index, (_, cell) in enumerate(cells):
             noisy = {
-                m.spec.key: _release(m, raw, noise)
-                for m, raw in zip(self.measurements, totals, strict=True)
+                m.spec.key: column[index]
+                for m, column in zip(self.measurements, columns, strict=True)
             }
             released.append((*cell, *(self._value(o, noisy) for o in self.outputs)))
         # Groups left in ``exact`` are values the database found in the domain but Python's
@@ -211,9 +216,11 @@ class Plan:
         """The groups whose noisy unit count passes the threshold, in the order of their
         keys (not the database's): (lookup key, released key values)."""
         chosen = []
-        for cell in sorted(units, key=_order):
-            count, raw = units[cell]
-            if selection.keep(count, noise):
+        cells = sorted(units, key=_order)
+        kept = selection.keep_many([units[cell][0] for cell in cells], noise)
+        for cell, keep in zip(cells, kept, strict=True):
+            if keep:
+                raw = units[cell][1]
                 values = tuple(_released_key(v, k) for v, k in zip(raw, self.keys, strict=True))
                 chosen.append((cell, values))
         return chosen
@@ -355,6 +362,20 @@ def _add(a: Total, b: Total) -> Total:
     if isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b):
         return tuple(x + y for x, y in zip(a, b, strict=True))
     raise ReleaseError("totals of different shapes")
+
+
+def _release_column(
+    measurement: Measurement, totals: Sequence[Total], noise: NoiseSource
+) -> list[int]:
+    """``_release`` of each of ``totals`` (one per cell), counts and sums with their draws
+    made in one call."""
+    mechanism = measurement.mechanism
+    if isinstance(mechanism, QuantileSelection):
+        return [_release(measurement, total, noise) for total in totals]
+    plain = [total for total in totals if not isinstance(total, tuple)]
+    if len(plain) != len(totals):
+        raise ReleaseError("expected one total, got counts per bin")
+    return mechanism.release_many(plain, noise)
 
 
 def _release(measurement: Measurement, total: Total, noise: NoiseSource) -> int:

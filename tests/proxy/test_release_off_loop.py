@@ -24,10 +24,10 @@ class GatedNoise(OpenDPNoise):
         self.gate = threading.Event()
         self.waited: list[bool] = []
 
-    def discrete_laplace(self, scale: float) -> int:
+    def discrete_laplace_many(self, scale: float, count: int) -> list[int]:
         self.drawing.set()
         self.waited.append(self.gate.wait(timeout=5))
-        return 0
+        return [0] * count
 
 
 def test_the_event_loop_runs_while_the_noise_is_drawn(tmp_path: Path) -> None:

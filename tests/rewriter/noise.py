@@ -22,6 +22,12 @@ class ZeroNoise:
     def discrete_gaussian(self, scale: float) -> int:
         return 0
 
+    def discrete_laplace_many(self, scale: float, count: int) -> list[int]:
+        return [self.discrete_laplace(scale) for _ in range(count)]
+
+    def discrete_gaussian_many(self, scale: float, count: int) -> list[int]:
+        return [self.discrete_gaussian(scale) for _ in range(count)]
+
     def noisy_min(self, scores: Sequence[int], scale: float, gumbel: bool) -> int:
         return min(range(len(scores)), key=lambda i: scores[i])
 
@@ -47,6 +53,12 @@ class BatchedOpenDPNoise:
 
     def discrete_gaussian(self, scale: float) -> int:
         return self._draw(True, scale)
+
+    def discrete_laplace_many(self, scale: float, count: int) -> list[int]:
+        return [self._draw(False, scale) for _ in range(count)]
+
+    def discrete_gaussian_many(self, scale: float, count: int) -> list[int]:
+        return [self._draw(True, scale) for _ in range(count)]
 
     def noisy_min(self, scores: Sequence[int], scale: float, gumbel: bool) -> int:
         return OpenDPNoise().noisy_min(scores, scale, gumbel)

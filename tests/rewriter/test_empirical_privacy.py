@@ -46,6 +46,12 @@ class Draw:
     def discrete_gaussian(self, scale: float) -> int:
         return self._draw()
 
+    def discrete_laplace_many(self, scale: float, count: int) -> list[int]:
+        return [self._draw() for _ in range(count)]
+
+    def discrete_gaussian_many(self, scale: float, count: int) -> list[int]:
+        return [self._draw() for _ in range(count)]
+
 
 def answers(rows: list, request: PlanRequest, noise: object) -> np.ndarray:
     query_plan = plan(SQL, catalog("main"), request)

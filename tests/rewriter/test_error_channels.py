@@ -186,10 +186,6 @@ def test_keys_equal_in_the_domain_are_one_group() -> None:
         PlanRequest(1.0),
     )
 
-    class ZeroNoise:
-        def discrete_laplace(self, scale: float) -> int:
-            return 0
-
     released = made.release([(-0.0, 1), (0.0, 2), (1.0, 4)], ZeroNoise())
     assert released.rows == ((0.0, 3), (1.0, 4))
 

@@ -33,9 +33,16 @@ def chi_square_p(samples: np.ndarray, scale: float) -> float:
     return float(stats.chisquare(observed, expected).pvalue)
 
 
-@pytest.fixture(scope="module")
-def samples() -> np.ndarray:
+#: Noise drawn one at a time (``discrete_laplace``) and many in one call (``_many``, as
+#: partition selection draws it): the same distribution either way.
+WAYS = ["one at a time", "many at once"]
+
+
+@pytest.fixture(scope="module", params=WAYS)
+def samples(request: pytest.FixtureRequest) -> np.ndarray:
     noise = OpenDPNoise()
+    if request.param == "many at once":
+        return np.array(noise.discrete_laplace_many(3.0, SAMPLES))
     return np.array([noise.discrete_laplace(3.0) for _ in range(SAMPLES)])
 
 
@@ -92,10 +99,21 @@ def gaussian_chi_square_p(samples: np.ndarray, sigma: float) -> float:
     return float(stats.chisquare(observed, expected).pvalue)
 
 
-@pytest.fixture(scope="module")
-def gaussian_samples() -> np.ndarray:
+@pytest.fixture(scope="module", params=WAYS)
+def gaussian_samples(request: pytest.FixtureRequest) -> np.ndarray:
     noise = OpenDPNoise()
+    if request.param == "many at once":
+        return np.array(noise.discrete_gaussian_many(SIGMA, SAMPLES))
     return np.array([noise.discrete_gaussian(SIGMA) for _ in range(SAMPLES)])
+
+
+def test_many_draws_come_as_asked() -> None:
+    noise = OpenDPNoise()
+    assert noise.discrete_laplace_many(3.0, 0) == []
+    drawn = noise.discrete_gaussian_many(SIGMA, 5)
+    assert len(drawn) == 5 and all(type(v) is int for v in drawn)
+    with pytest.raises(ValueError, match="count must not be negative"):
+        noise.discrete_laplace_many(3.0, -1)
 
 
 def test_gaussian_right_scale_passes(gaussian_samples: np.ndarray) -> None:

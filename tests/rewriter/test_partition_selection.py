@@ -14,7 +14,7 @@ import opendp.prelude as dp
 import pytest
 from scipy import stats
 
-from rewriter import PlanRequest, Rejected, plan
+from rewriter import OpenDPNoise, PlanRequest, Rejected, plan
 from rewriter.partition_selection import (
     PartitionSelection,
     gaussian_tail,
@@ -125,17 +125,23 @@ def test_bad_parameters_are_refused() -> None:
 
 
 @pytest.mark.statistical
+@pytest.mark.parametrize("many", [False, True])
 @pytest.mark.parametrize("zcdp", [False, True])
-def test_keep_rate_matches_the_scale(zcdp: bool) -> None:
+def test_keep_rate_matches_the_scale(zcdp: bool, many: bool) -> None:
+    """One group at a time (``keep``), and as a release selects: all groups' draws in one
+    call (``keep_many``, OpenDPNoise's vector samplers)."""
     made = (
         PartitionSelection.gaussian(1, 0.02, 1e-3)
         if zcdp
         else PartitionSelection.laplace(1, 0.25, 1e-3)
     )
-    noise = BatchedOpenDPNoise()  # OpenDP's samplers, drawn many at a time
     counts = list(range(made.threshold - 8, made.threshold + 3))
     trials = 3000
-    kept = np.array([sum(made.keep(c, noise) for _ in range(trials)) for c in counts])
+    if many:
+        kept = np.array([sum(made.keep_many([c] * trials, OpenDPNoise())) for c in counts])
+    else:
+        noise = BatchedOpenDPNoise()  # OpenDP's samplers, drawn many at a time
+        kept = np.array([sum(made.keep(c, noise) for _ in range(trials)) for c in counts])
 
     def p_value(scale: float) -> float:
         tail = gaussian_tail if zcdp else laplace_tail

@@ -50,6 +50,9 @@ class LowestScore:
     def discrete_laplace(self, scale: float) -> int:
         return 0
 
+    def discrete_laplace_many(self, scale: float, count: int) -> list[int]:
+        return [0] * count
+
     def noisy_min(self, scores: Sequence[int], scale: float, gumbel: bool) -> int:
         self.seen.append(list(scores))
         return min(range(len(scores)), key=lambda i: scores[i])
