@@ -247,7 +247,11 @@ def build_catalog(
                 f'[tables.{table_name}]: the database has no table "{table_name}" in schema '
                 f'"{schema}"; fix the name or remove the section'
             )
+        _one_spelling(
+            f"[tables.{table_name}]", "tables", [t for t in schema_columns if t.lower() == key]
+        )
         db_name, db_columns = found
+        _one_spelling(f"[tables.{table_name}]", f'columns of "{db_name}"', list(db_columns))
         columns = {c.lower(): ty for c, ty in db_columns.items()}
         spelled = {c.lower(): c for c in db_columns}
         for col in policy.columns:
@@ -293,6 +297,21 @@ def build_catalog(
             exceeds_rows=too_large.get(key),
         )
     return Catalog({key: _with_path(key, tables, ()) for key in tables})
+
+
+def _one_spelling(where: str, what: str, names: Collection[str]) -> None:
+    """Refuse names that differ only in case (``"Zips"`` and ``zips``): dpproxy reads
+    names without regard to case, so it could not tell which one a policy, a key check or
+    a row count was about (one could take another's bounds, keys or size)."""
+    seen: dict[str, str] = {}
+    for name in names:
+        other = seen.setdefault(name.lower(), name)
+        if other != name:
+            raise PolicyError(
+                f'{where}: the database has {what} "{other}" and "{name}", whose names differ '
+                "only in case, which dpproxy cannot tell apart; rename one of them (or serve "
+                "another schema)"
+            )
 
 
 def _unique_columns(

@@ -18,12 +18,12 @@ import duckdb
 import psycopg
 import pytest
 
-from proxy.backends import Backend, CancelToken, NotReady
+from proxy.backends import Backend, CancelToken, NotReady, Schema, column_types
 from proxy.backends.duckdb import DuckDBBackend
 from proxy.backends.postgres import PostgresBackend
 from proxy.public_keys import PublicKeys, find_public_keys
 from proxy.settings import BackendSettings
-from rewriter import PlanRequest, Rejected, TablePolicy, build_catalog, plan
+from rewriter import PlanRequest, PolicyError, Rejected, TablePolicy, build_catalog, plan
 from tests.rewriter import tables
 
 POLICIES = {"t": TablePolicy(privacy_unit="pid"), "lookup": TablePolicy(public=True)}
@@ -154,3 +154,42 @@ def test_the_limit_is_a_setting_with_a_small_default() -> None:
     assert settings.max_public_rows == 10_000
     with pytest.raises(ValueError, match="max_public_rows"):
         BackendSettings.model_validate({"path": "x.duckdb", "max_public_rows": -1})
+
+
+@pytest.mark.postgres
+def test_postgres_tables_whose_names_differ_only_in_case_are_refused(
+    pg_dsn: str, pg_schema: str
+) -> None:
+    """A reviewer's bypass: PostgreSQL lists "Lookup" before lookup, the row count took the
+    first and the catalog the last, so a large lookup passed as the small one. dpproxy
+    reads names without regard to case: a policy whose name matches two tables, or a table
+    with two such columns, stops the start, naming both."""
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f'SET search_path TO "{pg_schema}"')
+        conn.execute("CREATE TABLE t (pid integer, code integer)")
+        conn.execute('CREATE TABLE "Lookup" (code integer PRIMARY KEY, label text)')
+        conn.execute("CREATE TABLE lookup (code integer PRIMARY KEY, label text)")
+        conn.execute("INSERT INTO lookup SELECT i, 'x' FROM generate_series(1, 50) i")
+        conn.execute('CREATE TABLE "T2" (pid integer, "Code" integer, code integer)')
+
+    async def declared() -> Schema:
+        backend = PostgresBackend(pg_dsn, pool_size=1, timeout_seconds=5)
+        try:
+            return await backend.schema_declared(pg_schema)
+        finally:
+            await backend.close()
+
+    schema = asyncio.run(declared())
+    with pytest.raises(PolicyError) as refused:
+        build_catalog(column_types(schema), POLICIES, schema=pg_schema)
+    assert str(refused.value) == (
+        '[tables.lookup]: the database has tables "Lookup" and "lookup", whose names differ '
+        "only in case, which dpproxy cannot tell apart; rename one of them (or serve another "
+        "schema)"
+    )
+    policies = {"t2": TablePolicy(privacy_unit="pid")}
+    with pytest.raises(PolicyError, match='columns of "T2" "Code" and "code"'):
+        build_catalog(column_types(schema), policies, schema=pg_schema)
+    # Without the second spelling, the same tables are served.
+    alone = {k: v for k, v in schema.items() if k != "Lookup"}
+    assert build_catalog(column_types(alone), POLICIES, schema=pg_schema).table("lookup")
