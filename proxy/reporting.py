@@ -130,10 +130,12 @@ def detail(query_plan: Plan, released: Release, bias_check: bool = False) -> str
             f"{len(released.rows)} group(s) from the public domain are released."
         )
     warnings = "".join(f" Possible bias: {warning}." for warning in released.warnings)
+    # A query of GROUP BY keys alone (SELECT DISTINCT) has no noisy value and no clamp.
+    noise = f"95% confidence of the noise: {'; '.join(intervals)}. " if intervals else ""
+    clamped = "; values are clamped to their declared bounds" if query_plan.measurements else ""
     return (
-        "95% confidence of the noise: " + "; ".join(intervals) + ". "
-        f"Each person counts for at most {query_plan.max_rows_per_unit} row(s) of "
-        f"{query_plan.table}; values are clamped to their declared bounds."
+        noise + f"Each person counts for at most {query_plan.max_rows_per_unit} row(s) of "
+        f"{query_plan.table}{clamped}."
         + groups
         + _bias_checks(query_plan, released, bias_check)
         + warnings

@@ -23,6 +23,7 @@ from rewriter.passes.check_predicate import check_predicate
 from rewriter.passes.check_shape import check_shape
 from rewriter.passes.collations import default_collation
 from rewriter.passes.constants import constants, zone_probe
+from rewriter.passes.distinct import distinct
 from rewriter.passes.engine_limits import check_engine_limits
 from rewriter.passes.group_keys import domain_cells, from_data, group_keys
 from rewriter.passes.local_times import local_times
@@ -38,6 +39,8 @@ Dialect = Literal["duckdb", "postgres"]
 PASSES = (
     "subqueries: CTEs and FROM subqueries inlined (row-level) or made per-person tables",
     "check_shape: one SELECT over one protected table",
+    "distinct: SELECT DISTINCT of keys alone is a GROUP BY of its select list (keys from"
+    " the data, partition selection); over aggregates, DISTINCT of the released rows",
     "check_predicate: WHERE is a row-level predicate over allowed expressions; subqueries"
     " in it are public or matched on the person (where_subqueries)",
     "check_joins: protected tables joined along the privacy unit; per-person row bounds",
@@ -110,7 +113,7 @@ def plan(sql: str, catalog: Catalog, request: PlanRequest) -> Plan:
 def _plan(sql: str, catalog: Catalog, request: PlanRequest) -> Plan:
     catalog = catalog.in_zone(request.time_zone)
     tree, catalog = expand_subqueries(parse_statement(sql), catalog)
-    shape = check_shape(tree, catalog)
+    shape = distinct(check_shape(tree, catalog))
     joins = check_joins(shape)
     where = None
     if shape.where is not None:

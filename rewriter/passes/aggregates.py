@@ -24,7 +24,7 @@ from rewriter.passes.check_predicate import (
     written_name,
 )
 from rewriter.passes.check_shape import QueryShape
-from rewriter.passes.group_keys import GroupKey, written_form
+from rewriter.passes.group_keys import GroupKey, from_data, written_form
 from rewriter.passes.quantiles import is_quantile_call, min_max_rejected, quantile_call
 from rewriter.passes.zoned_keys import check_zoned_keys
 from rewriter.scope import WRITTEN, Scope
@@ -72,6 +72,7 @@ class PostQuery:
     order: exp.Order | None
     limit: exp.Expr | None
     offset: exp.Expr | None
+    distinct: bool = False  # SELECT DISTINCT over the released rows
 
 
 _UNSUPPORTED = {
@@ -96,7 +97,7 @@ def find_aggregates(
             raise Rejected("window functions are not supported")
         if isinstance(node, (exp.Subquery, exp.Select, exp.Exists)):
             raise Rejected("subqueries are not supported yet")
-        if isinstance(node, (exp.Filter, exp.AggFunc, exp.WithinGroup)) or is_quantile_call(node):
+        if is_aggregate(node):
             spec = _aggregate(node, shape, len(found))
             identity = (
                 f"{spec.aggregate.name}|{_sql(spec.argument)}|{_sql(spec.filter)}|{spec.quantile}"
@@ -144,12 +145,10 @@ def find_aggregates(
         order=order,
         limit=shape.limit,
         offset=shape.offset,
+        distinct=shape.distinct,
     )
-    if not found:
-        raise Rejected(
-            "the query has no aggregate; dpproxy releases aggregates only",
-            hint="add COUNT(*), SUM(col) or AVG(col)",
-        )
+    if not found and not from_data(keys):
+        _no_aggregate(keys)
     return tuple(found.values()), post
 
 
@@ -179,6 +178,27 @@ def _check_row_count(bound: exp.Expr | None, clause: str) -> None:
             if clause == "LIMIT"
             else f"write an OFFSET of at most {MAX_ROW_COUNT}: one beyond the rows returns none",
         )
+
+
+def _no_aggregate(keys: tuple[GroupKey, ...]) -> None:
+    """Refuse a query without aggregates: only GROUP BY keys found in the data may be
+    released alone (partition selection); the values of public domains tell nothing."""
+    if keys:
+        raise Rejected(
+            "the query has no aggregate, and its GROUP BY keys all have a public domain: "
+            "their values are released whatever the data holds, so alone they tell nothing",
+            hint="add COUNT(*) to see each group's noisy count (HAVING COUNT(*) > 10 keeps "
+            "the larger groups)",
+        )
+    raise Rejected(
+        "the query has no aggregate; dpproxy releases aggregates only",
+        hint="add COUNT(*), SUM(col) or AVG(col)",
+    )
+
+
+def is_aggregate(node: exp.Expr) -> bool:
+    """Whether ``node`` is an aggregate call, as this pass finds them."""
+    return isinstance(node, (exp.Filter, exp.AggFunc, exp.WithinGroup)) or is_quantile_call(node)
 
 
 def _check_order_constant(target: exp.Expr, items: int) -> None:

@@ -33,6 +33,7 @@ class QueryShape:
     order: exp.Order | None
     limit: exp.Expr | None
     offset: exp.Expr | None
+    distinct: bool = False  # SELECT DISTINCT (the distinct pass)
 
     @property
     def table(self) -> TableInfo:
@@ -133,6 +134,7 @@ _TOP_LEVEL: Clauses = {
     **GROUP,
     "having": (exp.Having, frozenset({"this"})),
     "order": None,  # copied whole into the post-processing query
+    "distinct": (exp.Distinct, frozenset()),  # DISTINCT ON refused
     "limit": (exp.Limit, frozenset({"expression"})),
     "offset": (exp.Offset, frozenset({"expression"})),
 }
@@ -290,6 +292,7 @@ def check_shape(tree: exp.Expr, catalog: Catalog) -> QueryShape:
         order=order if isinstance(order, exp.Order) else None,
         limit=limit.expression if isinstance(limit, exp.Limit) else None,
         offset=offset.expression if isinstance(offset, exp.Offset) else None,
+        distinct=isinstance(tree.args.get("distinct"), exp.Distinct),
     )
 
 

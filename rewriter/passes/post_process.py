@@ -21,6 +21,8 @@ RELEASED = "released"
 def post_query(post: PostQuery) -> str:
     select = [_safe_division(item) for item in post.select]
     query = exp.select(*select).from_(exp.to_identifier(RELEASED, quoted=True), copy=False)
+    if post.distinct:
+        query = query.distinct(copy=False)
     if post.having is not None:
         query = query.where(_safe_division(post.having), copy=False)
     if post.order is not None:

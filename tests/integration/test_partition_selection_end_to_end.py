@@ -73,6 +73,45 @@ def test_keys_from_the_data_need_delta(server: RunningServer) -> None:
     assert "intact" in admin(server, "audit", "verify")
 
 
+def test_select_distinct_releases_keys_found_in_the_data(server: RunningServer) -> None:
+    """SELECT DISTINCT of a column without a domain: its keys alone, through partition
+    selection, over the extended protocol (psycopg) and the simple one (psql)."""
+    notices: list[str] = []
+    distinct = "SELECT DISTINCT diagnosis FROM visits ORDER BY 1"
+    with psycopg.connect(server.dsn("alice"), autocommit=True) as alice:
+        alice.add_notice_handler(
+            lambda d: notices.append(f"{d.message_primary} | {d.message_detail}")
+        )
+        before = float(spent(server, "alice")["spent"])
+        cursor = alice.execute(distinct)
+        rows = cursor.fetchall()
+        assert [c.name for c in cursor.description or ()] == ["diagnosis"]
+        # Keys of a public domain alone would release the domain: refused, free.
+        with pytest.raises(psycopg.errors.FeatureNotSupported, match="public domain"):
+            alice.execute("SELECT DISTINCT department FROM visits")
+        # DISTINCT over aggregates: repeated released rows are removed.
+        seen = alice.execute(
+            "SELECT DISTINCT COUNT(*) > 0 AS seen FROM visits GROUP BY department"
+        ).fetchall()
+    assert rows and len(rows) == len(set(rows))
+    assert [r[0] for r in rows] == sorted(r[0] for r in rows)
+    assert {r[0] for r in rows} <= true_diagnoses(server)
+    assert seen == [(True,)]  # every department has thousands of visits
+    assert "this answer cost ε=1 and δ=1e-9 (partition selection)" in notices[0]
+    assert "95% confidence" not in notices[0]  # no aggregate, no noisy value...
+    assert "clamped" not in notices[0]  # ...and no value to clamp
+    assert "noisy count of persons reaches" in notices[0]
+    assert float(spent(server, "alice")["spent"]) == pytest.approx(before + 2)
+    shown = server.psql("alice", "SET dpproxy.delta = 1e-9", distinct)
+    assert shown.returncode == 0, shown.stderr
+    assert "partition selection" in shown.stderr  # the NOTICE
+    lines = [line.strip() for line in shown.stdout.splitlines() if line.strip()]
+    header = lines.index("diagnosis")
+    listed = lines[header + 2 : -1]  # between the rule under the header and "(n rows)"
+    assert lines[-1] == f"({len(listed)} rows)"
+    assert listed and set(listed) <= true_diagnoses(server)
+
+
 def test_a_pure_epsilon_analyst_is_refused(server: RunningServer) -> None:
     admin(
         server,

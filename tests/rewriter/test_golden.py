@@ -167,6 +167,12 @@ EXPECTED: dict[str, list[list[object]]] = {
         ]
         for stay in (0, 1, 2, 3)
     ],
+    # SELECT DISTINCT: the GROUP BY of its select list, keys alone: the groups present and
+    # partition selection's count of patients per group.
+    "distinct_keys": [
+        [stay, reference.count_units(SAMPLE_ROWS, lambda r, s=stay: r[4] == s)]
+        for stay in (0, 1, 2, 3)
+    ],
     # A public key (department) with a key from the data (stay): groups from the data,
     # departments still restricted to their domain.
     "group_by_mixed_keys": [

@@ -264,10 +264,17 @@ RUNS = 12_000
 
 @pytest.mark.statistical
 @pytest.mark.parametrize("mechanism", ["laplace", "gaussian"])
-def test_a_group_of_one_person_appears_about_delta_of_the_time(mechanism: str) -> None:
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT stay, COUNT(*) FROM visits GROUP BY stay",
+        "SELECT DISTINCT stay FROM visits",  # keys alone: all of ε on the selection
+    ],
+)
+def test_a_group_of_one_person_appears_about_delta_of_the_time(mechanism: str, sql: str) -> None:
     delta = 0.05
     request = PlanRequest(2.0, mechanism=mechanism, delta=delta)  # type: ignore[arg-type]
-    made = plan("SELECT stay, COUNT(*) FROM visits GROUP BY stay", CATALOG, request)
+    made = plan(sql, CATALOG, request)
     assert made.selection is not None
     with_person = duckdb_with(BASE + LONE).execute(made.sql).fetchall()
     without = duckdb_with(BASE).execute(made.sql).fetchall()
