@@ -23,7 +23,7 @@ from rewriter.passes.check_predicate import check_predicate
 from rewriter.passes.check_shape import check_shape
 from rewriter.passes.collations import default_collation
 from rewriter.passes.constants import constants, zone_probe
-from rewriter.passes.distinct import distinct
+from rewriter.passes.distinct import check_distinct_delta, distinct
 from rewriter.passes.engine_limits import check_engine_limits
 from rewriter.passes.group_keys import domain_cells, from_data, group_keys
 from rewriter.passes.local_times import local_times
@@ -46,7 +46,8 @@ PASSES = (
     "check_joins: protected tables joined along the privacy unit; per-person row bounds",
     "group_keys: GROUP BY keys and their public domains (or, with δ > 0, keys from the data,"
     " released through partition selection)",
-    "aggregates: the aggregates, and the post-processing expressions over them",
+    "aggregates: the aggregates, and the post-processing expressions over them (window"
+    " functions over the released groups: post_windows)",
     "measurements: integer measurements with per-unit bounds (fixed-point grid for reals)",
     "bound_per_unit: per-unit partials, at most max_groups_per_unit groups per unit, clamped,"
     " summed across units",
@@ -119,7 +120,8 @@ def _plan(sql: str, catalog: Catalog, request: PlanRequest) -> Plan:
     if shape.where is not None:
         subqueries = WhereSubqueries(catalog, expand_subqueries, enclosing=joins.several)
         where = check_predicate(shape.where, shape.scope, subqueries=subqueries)
-    keys = group_keys(shape, data_keys=request.delta > 0)
+    keys = group_keys(shape, data_keys=request.delta > 0 or shape.keys_only)
+    check_distinct_delta(shape, keys, request.delta)
     aggregates, post = find_aggregates(shape, keys)
     specs, outputs = plan_measurements(aggregates, joins.max_rows_per_unit)
     selected = from_data(keys)  # partition selection: one more share of the budget

@@ -25,6 +25,7 @@ from rewriter.passes.check_predicate import (
 )
 from rewriter.passes.check_shape import QueryShape
 from rewriter.passes.group_keys import GroupKey, from_data, written_form
+from rewriter.passes.post_windows import post_window, refuse_windows, window_part
 from rewriter.passes.quantiles import is_quantile_call, min_max_rejected, quantile_call
 from rewriter.passes.zoned_keys import check_zoned_keys
 from rewriter.scope import WRITTEN, Scope
@@ -94,7 +95,7 @@ def find_aggregates(
 
     def replace(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Window):
-            raise Rejected("window functions are not supported")
+            return post_window(node, released)
         if isinstance(node, (exp.Subquery, exp.Select, exp.Exists)):
             raise Rejected("subqueries are not supported yet")
         if is_aggregate(node):
@@ -106,10 +107,15 @@ def find_aggregates(
             return exp.column(existing.name, quoted=True)
         return node
 
+    def released(node: exp.Expr) -> exp.Expr:
+        return node.transform(replace)  # transform copies
+
     def rewrite(node: exp.Expr | None, where: str) -> exp.Expr | None:
         if node is None:
             return None
-        with_aggregates = node.transform(replace)  # transform copies
+        if where == "HAVING":
+            refuse_windows(node, where)
+        with_aggregates = released(node)
         replaced = _replace_keys(with_aggregates, by_sql, shape, where)
         check_zoned_keys(replaced, zoned, where, bare=where != "HAVING")
         return replaced
@@ -148,7 +154,7 @@ def find_aggregates(
         distinct=shape.distinct,
     )
     if not found and not from_data(keys):
-        _no_aggregate(keys)
+        _no_aggregate(keys, windowed=any(item.find(exp.Window) for item in shape.select))
     return tuple(found.values()), post
 
 
@@ -180,9 +186,17 @@ def _check_row_count(bound: exp.Expr | None, clause: str) -> None:
         )
 
 
-def _no_aggregate(keys: tuple[GroupKey, ...]) -> None:
+def _no_aggregate(keys: tuple[GroupKey, ...], *, windowed: bool) -> None:
     """Refuse a query without aggregates: only GROUP BY keys found in the data may be
-    released alone (partition selection); the values of public domains tell nothing."""
+    released alone (partition selection); the values of public domains tell nothing. A
+    window function without an aggregate would run over rows, not released groups."""
+    if windowed and not keys:
+        raise Rejected(
+            "window functions run over the groups of an aggregate query only; this query "
+            "has no aggregate, so its window would run over individual rows",
+            hint="window over aggregates: SELECT d, COUNT(*), SUM(COUNT(*)) OVER () FROM t "
+            "GROUP BY d",
+        )
     if keys:
         raise Rejected(
             "the query has no aggregate, and its GROUP BY keys all have a public domain: "
@@ -230,7 +244,7 @@ def output_name(item: exp.Expr) -> str:
         return item.alias
     if isinstance(item, exp.Column):
         return item.name
-    if isinstance(item, (exp.Filter, exp.WithinGroup)):
+    if isinstance(item, (exp.Filter, exp.WithinGroup, exp.Window)):
         return output_name(item.this)
     if isinstance(item, exp.Cast):
         return output_name(item.this)
@@ -358,6 +372,10 @@ def _replace_keys(
     def replace(sub: exp.Expr) -> exp.Expr:
         if isinstance(sub, exp.Column) and _is_released(sub):
             return sub
+        if isinstance(sub, exp.Ordered):
+            # A window's sort item: its expression is the key, not the item (whose SQL may
+            # omit NULLS FIRST); replacing the item would drop its ordering.
+            return sub
         if not sub.find(exp.Column) or not by_sql:
             return sub
         try:
@@ -379,7 +397,8 @@ def _replace_keys(
                 "column inside COUNT, SUM, AVG… or GROUP BY it",
             )
     for sub in replaced.walk():
-        check_post_node(sub, where)
+        if not window_part(sub):
+            check_post_node(sub, where)
     return replaced
 
 

@@ -34,6 +34,7 @@ class QueryShape:
     limit: exp.Expr | None
     offset: exp.Expr | None
     distinct: bool = False  # SELECT DISTINCT (the distinct pass)
+    keys_only: bool = False  # a SELECT DISTINCT made a GROUP BY of keys (the distinct pass)
 
     @property
     def table(self) -> TableInfo:

@@ -6,6 +6,10 @@ released through partition selection (keys found in the data, with δ; see group
 aggregates). A DISTINCT over aggregates (``SELECT DISTINCT COUNT(*) > 10 FROM t GROUP BY
 d``) removes repeated rows of the released answer: post-processing (post_process).
 
+Items that read no column (constants) are not grouped, and an item repeated is grouped
+once. With δ = 0 such a query is refused by check_distinct_delta, which says that only δ
+helps.
+
 As in PostgreSQL, with DISTINCT each ORDER BY item must be one of the select list's: a
 position, an output name, or an expression the select list holds (42P10 otherwise). Items
 found as expressions are turned into their positions, so that post-processing orders the
@@ -21,7 +25,7 @@ from sqlglot import exp
 from rewriter.errors import Rejected
 from rewriter.passes.aggregates import is_aggregate, output_name
 from rewriter.passes.check_shape import QueryShape
-from rewriter.passes.group_keys import written_form
+from rewriter.passes.group_keys import GroupKey, from_data, written_form
 
 
 def distinct(shape: QueryShape) -> QueryShape:
@@ -31,12 +35,16 @@ def distinct(shape: QueryShape) -> QueryShape:
         return shape
     if shape.order is not None:
         shape = replace(shape, order=_order(shape.order, shape))
-    if shape.group or _aggregates(shape):
-        return shape  # DISTINCT over the released rows
-    if not any(item.find(exp.Column) for item in shape.select):
+    if shape.group or shape.having is not None or _aggregates(shape):
+        return shape  # DISTINCT over the released rows (or PostgreSQL's 42803)
+    keys: dict[str, exp.Expr] = {}
+    for position, item in enumerate(shape.select, start=1):
+        body = item.this if isinstance(item, exp.Alias) else item
+        if body.find(exp.Column):  # constants need no group: post-processing writes them
+            keys.setdefault(_written(body, shape), exp.Literal.number(position))
+    if not keys:
         return shape  # constants alone: nothing to group (the aggregates pass says so)
-    positions = tuple(exp.Literal.number(i + 1) for i in range(len(shape.select)))
-    return replace(shape, group=positions, distinct=False)
+    return replace(shape, group=tuple(keys.values()), distinct=False, keys_only=True)
 
 
 def _order(order: exp.Order, shape: QueryShape) -> exp.Order:
@@ -57,13 +65,16 @@ def _order(order: exp.Order, shape: QueryShape) -> exp.Order:
 
 
 def _aggregates(shape: QueryShape) -> bool:
-    """Whether the select list, HAVING or ORDER BY holds an aggregate."""
+    """Whether the select list, HAVING or ORDER BY holds an aggregate or a window function
+    (which runs over released groups: rewriter.passes.post_windows)."""
     parts: list[exp.Expr] = [*shape.select]
     if shape.having is not None:
         parts.append(shape.having)
     if shape.order is not None:
         parts.append(shape.order)
-    return any(any(is_aggregate(n) for n in part.walk()) for part in parts)
+    return any(
+        any(is_aggregate(n) or isinstance(n, exp.Window) for n in part.walk()) for part in parts
+    )
 
 
 def _position(target: exp.Expr, shape: QueryShape) -> int | None:
@@ -88,3 +99,17 @@ def _written(node: exp.Expr, shape: QueryShape) -> str:
         return written_form(node, shape.scope).sql()
     except Rejected:
         return node.unnest().sql()
+
+
+def check_distinct_delta(shape: QueryShape, keys: tuple[GroupKey, ...], delta: float) -> None:
+    """A SELECT DISTINCT made a GROUP BY of keys from the data, and the query may not spend
+    δ: refuse, saying that only δ helps (a domain would not: keys of public domains alone
+    are refused)."""
+    if shape.keys_only and delta == 0 and from_data(keys):
+        raise Rejected(
+            "SELECT DISTINCT releases values found in the data, and this query may not spend "
+            "δ (dpproxy.delta is 0): such values are released only through partition "
+            "selection, which spends δ > 0",
+            hint="SET dpproxy.delta = 1e-9 (an analyst whose budget has δ = 0 must ask an "
+            "admin for a δ first)",
+        )

@@ -1,7 +1,8 @@
 """Pass 7: the post-processing query, run by the proxy on released (noisy) values only.
 
-The analyst's select list, HAVING, ORDER BY, LIMIT and OFFSET, with aggregates and keys
-replaced by the released relation's columns, over ``released(k0…, a0…)``. It runs in an
+The analyst's select list (window functions included: post_windows), DISTINCT, HAVING,
+ORDER BY, LIMIT and OFFSET, with aggregates and keys replaced by the released relation's
+columns, over ``released(k0…, a0…)``. It runs in an
 in-process DuckDB that holds nothing but the released rows: post-processing of DP results
 is free, and arithmetic between aggregates, HAVING on noisy counts, ORDER BY and LIMIT keep
 their SQL meaning, with two deliberate differences: division is exact (``SUM(x) / COUNT(*)``

@@ -199,6 +199,20 @@ def test_group_by_public_domain_with_post_processing(server: RunningServer) -> N
             "HAVING COUNT(*) >= 0 ORDER BY 2 DESC LIMIT 1"
         ).fetchall()
         assert len(top) == 1 and top[0][0] in ("inpatient", "outpatient")
+        # Window functions run over the released rows: shares of the noisy total, ranks.
+        cur = conn.execute(
+            "SELECT department, COUNT(*) AS n, 100.0 * COUNT(*) / SUM(COUNT(*)) OVER () AS pct, "
+            "RANK() OVER (ORDER BY COUNT(*) DESC) AS r FROM visits GROUP BY department "
+            "ORDER BY r, department"
+        )
+        shares = cur.fetchall()
+        assert [c.name for c in (cur.description or [])] == ["department", "n", "pct", "r"]
+        assert len(shares) == 8 and sum(float(r[2]) for r in shares) == pytest.approx(100.0)
+        total = sum(r[1] for r in shares)
+        assert all(float(r[2]) == pytest.approx(100.0 * r[1] / total) for r in shares)
+        ranks = [r[3] for r in shares]
+        assert ranks == sorted(ranks) and ranks[0] == 1
+        assert all(1 + sum(o[1] > r[1] for o in shares) == r[3] for r in shares)
         # Keys from the data need δ (partition selection): refused when the session has none.
         conn.execute("SET dpproxy.delta = 0")
         with pytest.raises(psycopg.errors.FeatureNotSupported) as caught:
