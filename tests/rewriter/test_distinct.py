@@ -8,11 +8,11 @@ rule for DISTINCT (42P10)."""
 
 from __future__ import annotations
 
-import duckdb
 import pytest
 
-from rewriter import Plan, PlanRequest, Rejected, plan
+from rewriter import PlanRequest, Rejected, plan
 from tests.rewriter.noise import ZeroNoise
+from tests.rewriter.post import post_processed
 from tests.rewriter.tables import Row, catalog, duckdb_with
 
 CATALOG = catalog("main")
@@ -61,7 +61,7 @@ def test_distinct_releases_the_keys_that_pass_the_threshold() -> None:
     )
     rows = two.release(duckdb_with(ROWS).execute(two.sql).fetchall(), ZeroNoise()).rows
     assert rows == (("a", 1),)  # persons 1, 2 (and 4's NULL stay elsewhere); b: 3 and 4 apart
-    assert _post(two, [("b", 1), ("a", 1)]) == [("a", 1), ("b", 1)]
+    assert post_processed(two, [("b", 1), ("a", 1)]) == [("a", 1), ("b", 1)]
 
 
 def test_constants_and_repeated_items_are_not_grouped() -> None:
@@ -70,7 +70,7 @@ def test_constants_and_repeated_items_are_not_grouped() -> None:
     the same key twice" for queries the analyst wrote without GROUP BY)."""
     made = plan("SELECT DISTINCT 'x' AS c, stay, stay AS again FROM visits", CATALOG, WITH_DELTA)
     assert len(made.keys) == 1
-    assert _post(made, [(1,), (2,)]) == [("x", 1, 1), ("x", 2, 2)]
+    assert post_processed(made, [(1,), (2,)]) == [("x", 1, 1), ("x", 2, 2)]
 
 
 def test_distinct_over_aggregates_removes_repeated_released_rows() -> None:
@@ -81,14 +81,14 @@ def test_distinct_over_aggregates_removes_repeated_released_rows() -> None:
     )
     assert len(made.measurements) == 1 and made.selection is None
     assert made.post_sql.startswith("SELECT DISTINCT ")
-    assert _post(made, [("A", 5), ("B", 4), ("C", 0)]) == [(False,), (True,)]
+    assert post_processed(made, [("A", 5), ("B", 4), ("C", 0)]) == [(False,), (True,)]
     # Without DISTINCT, every group is a row.
     plain = plan(
         "SELECT COUNT(*) > 1 AS several FROM visits GROUP BY department ORDER BY 1",
         CATALOG,
         PlanRequest(1.0),
     )
-    assert _post(plain, [("A", 5), ("B", 4), ("C", 0)]) == [(False,), (True,), (True,)]
+    assert post_processed(plain, [("A", 5), ("B", 4), ("C", 0)]) == [(False,), (True,), (True,)]
 
 
 @pytest.mark.parametrize(
@@ -166,14 +166,3 @@ def test_distinct_in_a_subquery_stays_refused() -> None:
             CATALOG,
             WITH_DELTA,
         )
-
-
-def _post(made: Plan, rows: list[tuple[object, ...]]) -> list[tuple[object, ...]]:
-    """The plan's post-processing query over ``rows`` standing for the released relation."""
-    columns = made.release([], ZeroNoise()).columns
-    conn = duckdb.connect()
-    conn.execute(f"CREATE TABLE released ({', '.join(f'{n} {t}' for n, t in columns)})")
-    if rows:
-        places = ", ".join("?" for _ in columns)
-        conn.executemany(f"INSERT INTO released VALUES ({places})", [list(r) for r in rows])
-    return [tuple(r) for r in conn.execute(made.post_sql).fetchall()]

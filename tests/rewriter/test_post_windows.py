@@ -5,26 +5,15 @@ without the window. Forms PostgreSQL refuses are refused with its SQLSTATE."""
 
 from __future__ import annotations
 
-import duckdb
 import psycopg
 import pytest
 
-from rewriter import Plan, PlanRequest, Rejected, plan
-from tests.rewriter.noise import ZeroNoise
+from rewriter import PlanRequest, Rejected, plan
+from tests.rewriter.post import post_processed
 from tests.rewriter.tables import catalog
 
 CATALOG = catalog("main")
 REQUEST = PlanRequest(1.0, delta=1e-6)
-
-
-def _post(made: Plan, rows: list[tuple[object, ...]]) -> list[tuple[object, ...]]:
-    """The plan's post-processing query over ``rows`` standing for the released relation."""
-    columns = made.release([], ZeroNoise()).columns
-    conn = duckdb.connect()
-    conn.execute(f"CREATE TABLE released ({', '.join(f'{n} {t}' for n, t in columns)})")
-    places = ", ".join("?" for _ in columns)
-    conn.executemany(f"INSERT INTO released VALUES ({places})", [list(r) for r in rows])
-    return [tuple(r) for r in conn.execute(made.post_sql).fetchall()]
 
 
 @pytest.mark.parametrize(
@@ -67,7 +56,7 @@ def test_shares_ranks_running_totals_and_differences_of_released_values() -> Non
         CATALOG,
         REQUEST,
     )
-    rows = _post(made, [("A", 50), ("B", 30), ("C", 20)])
+    rows = post_processed(made, [("A", 50), ("B", 30), ("C", 20)])
     assert rows == [
         ("A", 50, 50.0, 1, 50, 50, 3),
         ("B", 30, 30.0, 2, 80, -20, 3),
@@ -110,7 +99,7 @@ def test_windows_over_released_groups_answer_as_postgresql(pg_dsn: str) -> None:
                 CATALOG,
                 REQUEST,
             )
-            ours = sorted(_post(made, GROUPS), key=repr)
+            ours = sorted(post_processed(made, GROUPS), key=repr)
             expected = pg.execute(
                 f"SELECT stay, n, {window.replace('COUNT(*)', 'n')} AS w FROM g".encode()
             ).fetchall()
@@ -124,7 +113,7 @@ def test_a_window_in_order_by_orders_the_released_rows() -> None:
         CATALOG,
         REQUEST,
     )
-    assert _post(made, [("A", 5), ("B", 9), ("C", 7)]) == [("B", 9), ("C", 7), ("A", 5)]
+    assert post_processed(made, [("A", 5), ("B", 9), ("C", 7)]) == [("B", 9), ("C", 7), ("A", 5)]
 
 
 def test_a_share_of_a_zero_total_is_null_not_an_error() -> None:
@@ -133,7 +122,7 @@ def test_a_share_of_a_zero_total_is_null_not_an_error() -> None:
         CATALOG,
         REQUEST,
     )
-    assert _post(made, [("A", 3), ("B", -3)]) == [("A", None), ("B", None)]
+    assert post_processed(made, [("A", 3), ("B", -3)]) == [("A", None), ("B", None)]
 
 
 @pytest.mark.parametrize(
