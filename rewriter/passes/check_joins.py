@@ -99,6 +99,9 @@ class JoinBounds:
     #: The protected tables (as written) whose several rows per person multiply the join's:
     #: a WHERE subquery run for each row counts its own with them (where_subqueries).
     several: tuple[str, ...] = ()
+    #: Whether a joined table's policy sets max_groups_per_unit (see _max_groups): a
+    #: per-person subquery passes the cap on only then (subqueries).
+    groups_set: bool = False
 
 
 def check_joins(shape: QueryShape) -> JoinBounds:
@@ -153,7 +156,8 @@ def check_joins(shape: QueryShape) -> JoinBounds:
     rows = math.prod(s.table.policy.max_rows_per_unit for s in multiplying)
     groups = _max_groups(protected)
     hidden, unit = _unit_of(scope.driver, parents)
-    return JoinBounds(resolved, hidden, unit, rows, groups, several)
+    groups_set = any("max_groups_per_unit" in s.table.policy.model_fields_set for s in protected)
+    return JoinBounds(resolved, hidden, unit, rows, groups, several, groups_set)
 
 
 def _check_growth(

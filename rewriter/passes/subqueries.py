@@ -661,11 +661,13 @@ def _per_unit(
         schema="",
         name=node.alias,  # for messages; the catalog finds it under ``key``
         columns=columns,
+        # One row per person, which limits no one's groups: the tables' cap is passed on
+        # only where one of them sets it, so that the enclosing query's tables set theirs.
         policy=TablePolicy(
             privacy_unit=unit_name,
             max_rows_per_unit=1,
-            max_groups_per_unit=bounds.max_groups_per_unit,
             columns=policies,
+            **({"max_groups_per_unit": bounds.max_groups_per_unit} if bounds.groups_set else {}),
         ),
         derived=select,
     )
@@ -761,7 +763,9 @@ def _per_unit_value(body: exp.Expr, scope: Scope, rows: int) -> tuple[exp.Expr, 
     low = min(0.0, rows * bounds.lower)
     high = max(0.0, rows * bounds.upper)
     total = exp.func("LEAST", exp.func("GREATEST", exp.Sum(this=value), _num(low)), _num(high))
-    return total, Interval(low, high, bounds.integer)
+    # A SUM of no value is NULL, as in the query written; GREATEST would make it ``low``.
+    empty = exp.Sum(this=value.copy()).is_(exp.null())
+    return exp.case().when(empty, exp.null()).else_(total), Interval(low, high, bounds.integer)
 
 
 def _distinct_value(node: exp.Expr, scope: Scope) -> exp.Expr:
