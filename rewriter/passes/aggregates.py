@@ -289,7 +289,11 @@ def _aggregate(node: exp.Expr, shape: QueryShape, index: int) -> AggregateSpec:
             resolved, lambda c: _column_bounds(c, shape.scope, word), shape.scope.info
         )
         return AggregateSpec(name, label, Aggregate.QUANTILE, resolved, condition, bounds, alpha)
-    if any(isinstance(d, (exp.AggFunc, exp.Window)) for d in node.walk() if d is not node):
+    if any(isinstance(d, exp.Window) for d in node.walk()):
+        raise Rejected(
+            "aggregate function calls cannot contain window function calls", sqlstate="42803"
+        )
+    if any(isinstance(d, exp.AggFunc) for d in node.walk() if d is not node):
         raise Rejected("aggregates cannot be nested", sqlstate="42803")
     if isinstance(node, exp.Count):
         _one_argument(node, "COUNT", allowed={"this", "big_int"})

@@ -493,6 +493,9 @@ def _check_node(node: exp.Expr, where: str, *, nested: bool = False) -> None:
         return
     if isinstance(node, exp.AggFunc):
         raise Rejected(f"aggregates are not allowed in {where}", sqlstate="42803")
+    if isinstance(node, exp.Window):
+        # PostgreSQL's words: a window runs over the released groups (post_windows) only.
+        raise Rejected(f"window functions are not allowed in {where}", sqlstate="42P20")
     if isinstance(node, (exp.Subquery, exp.Select, exp.Exists)):
         raise Rejected(
             f"subqueries in {where} are not supported",

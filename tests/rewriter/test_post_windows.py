@@ -170,7 +170,17 @@ def test_a_share_of_a_zero_total_is_null_not_an_error() -> None:
         (
             "SELECT department, SUM(SUM(cost) OVER ()) FROM visits GROUP BY department",
             "42803",
-            "aggregates cannot be nested",
+            "aggregate function calls cannot contain window function calls",
+        ),
+        (
+            "SELECT COUNT(*) FROM visits WHERE ROW_NUMBER() OVER () > 1",
+            "42P20",
+            "window functions are not allowed in WHERE",
+        ),
+        (
+            "SELECT COUNT(*) FILTER (WHERE RANK() OVER () = 1) FROM visits",
+            "42P20",
+            "window functions are not allowed in FILTER",
         ),
         (
             "SELECT department, COUNT(*) OVER () FROM visits GROUP BY department",
