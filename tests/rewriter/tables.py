@@ -46,6 +46,16 @@ SAMPLE_ROWS: list[Row] = [
     (8, 4, "A", None, 3),
 ]
 
+#: Four persons for partition selection: stay 1 has persons 1, 2 and 3; stay 2 and NULL
+#: one each (person 4); department A has persons 1, 2 and 4, B persons 3 and 4.
+SELECTION_ROWS: list[Row] = [
+    (1, 1, "A", 10.0, 1),
+    (2, 2, "A", 20.0, 1),
+    (3, 3, "B", 30.0, 1),
+    (4, 4, "B", 40.0, 2),
+    (5, 4, "A", 50.0, None),
+]
+
 
 PATIENT_COLUMNS = {
     "patient_id": ColumnType.INTEGER,

@@ -13,18 +13,10 @@ import pytest
 from rewriter import PlanRequest, Rejected, plan
 from tests.rewriter.noise import ZeroNoise
 from tests.rewriter.post import post_processed
-from tests.rewriter.tables import Row, catalog, duckdb_with
+from tests.rewriter.tables import SELECTION_ROWS, catalog, duckdb_with
 
 CATALOG = catalog("main")
 WITH_DELTA = PlanRequest(1.0, delta=1e-6)
-
-ROWS: list[Row] = [
-    (1, 1, "A", 10.0, 1),
-    (2, 2, "A", 20.0, 1),
-    (3, 3, "B", 30.0, 1),
-    (4, 4, "B", 40.0, 2),
-    (5, 4, "A", 50.0, None),
-]
 
 
 @pytest.mark.parametrize(
@@ -50,7 +42,7 @@ def test_keys_alone_spend_the_whole_query_on_partition_selection(sql: str) -> No
 def test_distinct_releases_the_keys_that_pass_the_threshold() -> None:
     made = plan("SELECT DISTINCT stay FROM visits", CATALOG, PlanRequest(10.0, delta=0.4))
     assert made.selection is not None and 1 < made.selection.threshold <= 3
-    exact = duckdb_with(ROWS).execute(made.sql).fetchall()
+    exact = duckdb_with(SELECTION_ROWS).execute(made.sql).fetchall()
     released = made.release(exact, ZeroNoise())
     # Stay 1 has 3 persons; stay 2 and NULL one each: only stay 1 is released.
     assert released.rows == ((1,),)
@@ -59,7 +51,7 @@ def test_distinct_releases_the_keys_that_pass_the_threshold() -> None:
         CATALOG,
         PlanRequest(10.0, delta=0.4),
     )
-    rows = two.release(duckdb_with(ROWS).execute(two.sql).fetchall(), ZeroNoise()).rows
+    rows = two.release(duckdb_with(SELECTION_ROWS).execute(two.sql).fetchall(), ZeroNoise()).rows
     assert rows == (("a", 1),)  # persons 1, 2 (and 4's NULL stay elsewhere); b: 3 and 4 apart
     assert post_processed(two, [("b", 1), ("a", 1)]) == [("a", 1), ("b", 1)]
 

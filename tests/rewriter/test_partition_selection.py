@@ -22,7 +22,7 @@ from rewriter.partition_selection import (
     selection_delta,
 )
 from tests.rewriter.noise import BatchedOpenDPNoise, ZeroNoise
-from tests.rewriter.tables import Row, catalog, duckdb_with
+from tests.rewriter.tables import SELECTION_ROWS, Row, catalog, duckdb_with
 
 CATALOG = catalog("main")
 ALPHA = 1e-4  # chance that a correct mechanism fails a statistical test
@@ -211,15 +211,6 @@ def test_bad_delta_is_refused(delta: float) -> None:
 # -- release -------------------------------------------------------------------------------
 
 
-ROWS: list[Row] = [
-    (1, 1, "A", 10.0, 1),
-    (2, 2, "A", 20.0, 1),
-    (3, 3, "B", 30.0, 1),
-    (4, 4, "B", 40.0, 2),
-    (5, 4, "A", 50.0, None),
-]
-
-
 def test_release_keeps_groups_at_the_threshold_sorted_and_typed() -> None:
     made = plan(
         "SELECT stay, COUNT(*) AS n FROM visits GROUP BY stay",
@@ -227,7 +218,7 @@ def test_release_keeps_groups_at_the_threshold_sorted_and_typed() -> None:
         PlanRequest(10.0, delta=0.4),  # a low threshold, so that 3 persons pass
     )
     assert made.selection is not None
-    exact = duckdb_with(ROWS).execute(made.sql).fetchall()
+    exact = duckdb_with(SELECTION_ROWS).execute(made.sql).fetchall()
     # Without noise: stay 1 has 3 persons, stay 2 and NULL one each.
     threshold = made.selection.threshold
     assert 1 < threshold <= 3
@@ -239,7 +230,8 @@ def test_release_keeps_groups_at_the_threshold_sorted_and_typed() -> None:
         CATALOG,
         PlanRequest(10.0, delta=0.4),
     )
-    rows = lower.release(duckdb_with(ROWS).execute(lower.sql).fetchall(), ZeroNoise()).rows
+    exact = duckdb_with(SELECTION_ROWS).execute(lower.sql).fetchall()
+    rows = lower.release(exact, ZeroNoise()).rows
     assert rows == (("a", 3), ("b", 2))  # persons 1, 2, 4 in a; 3, 4 in b
 
 
