@@ -134,11 +134,7 @@ def find_aggregates(
         for ordered in order.expressions:
             target = ordered.this
             _check_order_constant(target, len(shape.select))
-            if isinstance(target, exp.Literal) or (
-                isinstance(target, exp.Column)
-                and not target.table
-                and any(output_name(i).lower() == target.name.lower() for i in shape.select)
-            ):
+            if isinstance(target, exp.Literal) or names_output(target, shape.select):
                 continue  # a position or an output name: DuckDB resolves it as PostgreSQL does
             replaced = rewrite(target, "ORDER BY")
             if replaced is not None:
@@ -236,6 +232,16 @@ def _check_order_constant(target: exp.Expr, items: int) -> None:
             sqlstate="42601",
             hint="order by a select-list position (ORDER BY 2), an output name or an expression",
         )
+
+
+def names_output(target: exp.Expr, select: tuple[exp.Expr, ...]) -> bool:
+    """Whether ``target`` (an ORDER BY item) is a bare name of one of ``select``'s
+    outputs, which ORDER BY reads as that output, as PostgreSQL does."""
+    return (
+        isinstance(target, exp.Column)
+        and not target.table
+        and any(output_name(i).lower() == target.name.lower() for i in select)
+    )
 
 
 def output_name(item: exp.Expr) -> str:

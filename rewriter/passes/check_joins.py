@@ -156,7 +156,7 @@ def check_joins(shape: QueryShape) -> JoinBounds:
     rows = math.prod(s.table.policy.max_rows_per_unit for s in multiplying)
     groups = _max_groups(protected)
     hidden, unit = _unit_of(scope.driver, parents)
-    groups_set = any("max_groups_per_unit" in s.table.policy.model_fields_set for s in protected)
+    groups_set = bool(_group_caps(protected))
     return JoinBounds(resolved, hidden, unit, rows, groups, several, groups_set)
 
 
@@ -361,12 +361,17 @@ def _max_groups(protected: Sequence[Source]) -> int:
     whose policy sets one. A table that leaves it unset (1 by default) does not lower the
     cap of the others: patients (one row each) joined with their visits may still count
     in as many groups as visits allow."""
-    explicit = [
+    explicit = _group_caps(protected)
+    return min(explicit) if explicit else min(s.table.policy.max_groups_per_unit for s in protected)
+
+
+def _group_caps(protected: Sequence[Source]) -> list[int]:
+    """The max_groups_per_unit of the tables whose policy sets it."""
+    return [
         s.table.policy.max_groups_per_unit
         for s in protected
         if "max_groups_per_unit" in s.table.policy.model_fields_set
     ]
-    return min(explicit) if explicit else min(s.table.policy.max_groups_per_unit for s in protected)
 
 
 def _unit_of(

@@ -23,7 +23,7 @@ from dataclasses import replace
 from sqlglot import exp
 
 from rewriter.errors import Rejected
-from rewriter.passes.aggregates import is_aggregate, output_name
+from rewriter.passes.aggregates import is_aggregate, names_output
 from rewriter.passes.check_shape import QueryShape
 from rewriter.passes.group_keys import GroupKey, from_data, written_form
 
@@ -82,8 +82,7 @@ def _position(target: exp.Expr, shape: QueryShape) -> int | None:
     item's position if it is one of the select list's expressions, None if neither."""
     if isinstance(target, exp.Literal) or (isinstance(target, exp.Neg) and target.is_number):
         return 0  # a position: the aggregates pass checks it
-    names = {output_name(item).lower() for item in shape.select}
-    if isinstance(target, exp.Column) and not target.table and target.name.lower() in names:
+    if names_output(target, shape.select):
         return 0
     written = _written(target, shape)
     for position, item in enumerate(shape.select, start=1):

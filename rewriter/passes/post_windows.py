@@ -92,14 +92,23 @@ def post_window(window: exp.Window, released: Callable[[exp.Expr], exp.Expr]) ->
     return made
 
 
-#: Functions whose arguments after the first (or whose only argument, for ntile) must be
-#: constant whole numbers: computed from noisy values they could fail after the charge
-#: (ntile of a count of 0), and PostgreSQL and DuckDB differ on the rest.
-_CONSTANT_COUNTS: dict[type[exp.Expr], str] = {
-    exp.Ntile: "ntile(n) needs a constant whole number n of 1 or more",
-    exp.NthValue: "nth_value(x, n) needs a constant whole number n of 1 or more",
-    exp.Lag: "lag(x[, offset[, default]]) needs a constant whole-number offset of 0 or more",
-    exp.Lead: "lead(x[, offset[, default]]) needs a constant whole-number offset of 0 or more",
+#: Per function, the argument that must be a constant whole number of at least the least
+#: shown (computed from noisy values it could fail after the charge: ntile of a count of
+#: 0; and PostgreSQL and DuckDB differ on the rest), and the message if it is not. lag
+#: and lead may leave their offset out (1).
+_CONSTANT_COUNTS: dict[type[exp.Expr], tuple[str, int, str]] = {
+    exp.Ntile: ("this", 1, "ntile(n) needs a constant whole number n of 1 or more"),
+    exp.NthValue: ("offset", 1, "nth_value(x, n) needs a constant whole number n of 1 or more"),
+    exp.Lag: (
+        "offset",
+        0,
+        "lag(x[, offset[, default]]) needs a constant whole-number offset of 0 or more",
+    ),
+    exp.Lead: (
+        "offset",
+        0,
+        "lead(x[, offset[, default]]) needs a constant whole-number offset of 0 or more",
+    ),
 }
 _ONE_ARGUMENT = (exp.Sum, exp.Avg, exp.Count, exp.Min, exp.Max, exp.FirstValue, exp.LastValue)
 
@@ -115,20 +124,15 @@ def _check_arguments(function: exp.Expr) -> None:
             sqlstate="42883",
             hint=f"window functions over the released rows: {NAMES}",
         )
-    message = _CONSTANT_COUNTS.get(type(function))
-    if message is None:
+    constant = _CONSTANT_COUNTS.get(type(function))
+    if constant is None:
         return
-    if isinstance(function, exp.Ntile):
-        counts, least = [function.this], 1
-    elif isinstance(function, exp.NthValue):
-        counts, least = [function.args.get("offset")], 1
-    else:
-        counts, least = [function.args.get("offset")], 0
-    for count in counts:
-        if count is None and not isinstance(function, (exp.Ntile, exp.NthValue)):
-            continue
-        if not (isinstance(count, exp.Literal) and count.is_int and int(count.this) >= least):
-            raise Rejected(message, sqlstate="22023")
+    key, least, message = constant
+    count = function.args.get(key)
+    if count is None and least == 0:
+        return  # lag / lead without an offset
+    if not (isinstance(count, exp.Literal) and count.is_int and int(count.this) >= least):
+        raise Rejected(message, sqlstate="22023")
 
 
 def _check_frame(frame: exp.WindowSpec) -> None:
