@@ -38,7 +38,13 @@ from sqlglot import exp
 from rewriter.catalog import ColumnType
 from rewriter.passes.measurements import MeasureKind, MeasurementSpec
 from rewriter.scope import Scope
-from rewriter.sql_values import between_keeping_null, integer, least_greatest, number
+from rewriter.sql_values import (
+    between_keeping_null,
+    integer,
+    least_greatest,
+    number,
+    per_value_partial,
+)
 
 #: Every value, in units of its last decimal place, stays below this (DECIMAL(18) holds it).
 LIMIT = 10**17
@@ -84,9 +90,11 @@ class ExactSum:
         With n values, the rounded sum minus n times the centre is clamped to
         [n·(lower - centre), n·(upper - centre)], what n values on the grid can give (the
         rounding of one sum instead of n values cannot then reach beyond it), and to the
-        unit's limits. Computed in DOUBLE: the cast of an exact DECIMAL is a function of the
-        unit's rows alone; within the limits before the cast to BIGINT, which cannot fail.
-        A unit without values in the group (SUM is NULL) gives 0."""
+        unit's limits. The sum of an average or variance (``per_value_rows``) of more
+        values than that many is first scaled to that many values at the unit's mean.
+        Computed in DOUBLE: the cast of an exact DECIMAL is a function of the unit's rows
+        alone; within the limits before the cast to BIGINT, which cannot fail. A unit
+        without values in the group (SUM is NULL) gives 0."""
         m = self.measurement
         if m.grid is None:
             raise ValueError("a sum measurement needs a grid")
@@ -107,6 +115,8 @@ class ExactSum:
             steps = exp.Sub(
                 this=steps, expression=exp.Mul(this=count.copy(), expression=_float(m.centre))
             )
+        if m.per_value_rows:  # more values than rows: that many at the unit's mean
+            steps = per_value_partial(steps, count.copy(), m.per_value_rows)
         low = _times(count.copy(), m.grid.lower - m.centre)
         high = _times(count, m.grid.upper - m.centre)
         within = least_greatest(

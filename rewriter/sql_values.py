@@ -93,3 +93,29 @@ def least_greatest(value: exp.Expr, low: exp.Expr, high: exp.Expr) -> exp.Expr:
     skip NULL (``ignore_nulls``), as on DuckDB and PostgreSQL: what exp.func builds."""
     greatest = exp.Greatest(this=value, expressions=[low], ignore_nulls=True)
     return exp.Least(this=greatest, expressions=[high], ignore_nulls=True)
+
+
+def per_value_partial(steps: exp.Expr, count: exp.Expr, rows: int) -> exp.Expr:
+    """A unit's partial sum ``steps`` of its ``count`` values (both DOUBLE, taken, not
+    copied), as ``rows`` values at the unit's own mean when it has more values than that:
+    ``CASE WHEN count > rows THEN FLOOR(steps / count * rows + 0.5) ELSE steps END``.
+
+    With every value within [lower, upper] steps, ``steps / count`` lies within them too,
+    and the result within ``rows`` times them (rounded to a whole step, it cannot pass a
+    whole bound); the caller clamps it to the unit's limits all the same. IEEE division
+    and multiplication round alike on DuckDB and PostgreSQL, so the engines agree."""
+    scaled = exp.Floor(
+        this=exp.Add(
+            this=exp.Mul(
+                this=exp.Paren(
+                    this=exp.Div(
+                        this=exp.Paren(this=steps.copy()), expression=exp.Paren(this=count.copy())
+                    )
+                ),
+                expression=number(float(rows)),
+            ),
+            expression=exp.Literal.number("0.5"),
+        )
+    )
+    more = exp.GT(this=count, expression=number(float(rows)))
+    return exp.Case(ifs=[exp.If(this=more, true=scaled)], default=steps)

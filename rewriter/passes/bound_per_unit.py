@@ -58,6 +58,7 @@ from rewriter.sql_values import (
     least_greatest,
     moment,
     number,
+    per_value_partial,
 )
 from rewriter.underflow import flushed_bounds
 from rewriter.zones import is_local
@@ -254,9 +255,24 @@ def _total(partial: exp.Column, m: MeasurementSpec) -> exp.Expr:
 
     A sum over a group whose values are all NULL is NULL: it counts as 0, not as a bound
     (GREATEST and LEAST skip NULL, so clamping NULL would give the lower limit), so that
-    every partial lies between its rows times the smallest and the largest value."""
-    partial_or_0 = exp.Coalesce(this=partial, expressions=[exp.Literal.number(0)])
-    total = exp.Sum(this=_clamp(partial_or_0, m.unit_lower, m.unit_upper))
+    every partial lies between its rows times the smallest and the largest value. The sum
+    of an average or variance over more values than ``per_value_rows`` is first scaled to
+    that many values at the unit's mean (``per_value_partial``), then clamped and cast
+    back to BIGINT (within the limits, the cast cannot fail): the total stays a sum of
+    integers, exact and in any order."""
+    partial_or_0: exp.Expr = exp.Coalesce(this=partial, expressions=[exp.Literal.number(0)])
+    if m.per_value_rows:
+        if not m.values:
+            raise ValueError(f"the per-value sum {m.key} has no count of its values")
+        double = exp.DataType.Type.DOUBLE
+        count = exp.column(m.values, table=partial.table, quoted=True)  # the values' COUNT
+        scaled = per_value_partial(
+            exp.cast(partial_or_0, double), exp.cast(count, double), m.per_value_rows
+        )
+        clamped = _clamp(scaled, m.unit_lower, m.unit_upper)
+        total = exp.Sum(this=exp.cast(clamped, exp.DataType.Type.BIGINT, copy=False))
+    else:
+        total = exp.Sum(this=_clamp(partial_or_0, m.unit_lower, m.unit_upper))
     return exp.Coalesce(this=total, expressions=[exp.Literal.number(0)])
 
 
@@ -444,13 +460,23 @@ def _partial(m: MeasurementSpec, scope: Scope) -> exp.Expr:
             return exp.Count(this=_when(condition, exp.Literal.number(1)))
         value = m.argument.copy() if _counts_as_is(m.argument, scope) else clean(m.argument, scope)
         return exp.Count(this=value if condition is None else _when(condition, value))
-    if m.argument is None or m.grid is None or m.bounds is None:
-        raise ValueError("a sum measurement needs an argument and a grid")
-    value = on_grid(clean(m.argument, scope), m)
     if m.centre:
         # A centred sum (averages, variances): the steps from the centre, in integers.
-        value = exp.Sub(this=value, expression=integer(m.centre))
-    return exp.Sum(this=value if condition is None else _when(condition, value))
+        value = exp.Sub(this=_on_grid(m, scope), expression=integer(m.centre))
+        return exp.Sum(this=value if condition is None else _when(condition, value))
+    return exp.Sum(this=_summed(m, scope))
+
+
+def _on_grid(m: MeasurementSpec, scope: Scope) -> exp.Expr:
+    if m.argument is None or m.grid is None or m.bounds is None:
+        raise ValueError("a sum measurement needs an argument and a grid")
+    return on_grid(clean(m.argument, scope), m)
+
+
+def _summed(m: MeasurementSpec, scope: Scope) -> exp.Expr:
+    """A sum's value per row, on the grid (NULL where it is NULL or the FILTER fails)."""
+    value = _on_grid(m, scope)
+    return value if m.filter is None else _when(m.filter, value)
 
 
 def _counts_as_is(argument: exp.Expr, scope: Scope) -> bool:

@@ -15,6 +15,13 @@ the sum of squares. The mean is c + Σ(x − c)/n and the variance Σ(x − c)²
 same values (``AVG(x)``, ``VAR…(x)``, ``COUNT(x)``), it is c·n + Σ(x − c) from the centred
 sum and that count: two noises of half the size instead of one of the full size.
 
+A unit with more values than ``max_rows_per_unit`` in a group has its count clamped to that
+many. Its centred sums (and sums of squares) are scaled to that many values at its own mean
+(``per_value_rows``), not clamped: clamping Σ(x − c) would make it that many values at a
+bound, and pull the average of a group with a few heavy users towards the bounds. Plain
+sums stay clamped to that many values' worth, which keeps a unit's whole sum when its
+values are small.
+
 A quantile (MEDIAN, PERCENTILE_CONT …) is measured as counts of rows per bin of a fixed
 grid over the declared range of its argument (:class:`Bins`, independent of the data):
 each unit contributes at most ``max_rows_per_unit`` rows per group, chosen at random. The
@@ -25,7 +32,7 @@ proxy selects a bin from these counts with the exponential mechanism
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from fractions import Fraction
 from typing import Protocol
@@ -121,6 +128,13 @@ class MeasurementSpec:
     bins: Bins | None = None  # BINS: the candidates (each unit: at most unit_upper rows)
     alpha: Fraction | None = None  # BINS: the quantile selected from the counts
     centre: int = 0  # SUM: grid steps subtracted from each value before summing
+    #: SUM of the values an average or variance counts (``per_value_partial``): a unit
+    #: with more than this many values in a group counts as this many values at its own
+    #: mean, its partial scaled by rows / n; 0 for plain sums (clamped, not scaled).
+    per_value_rows: int = 0
+    #: With ``per_value_rows``: the key of the COUNT measurement of the same values (the
+    #: average's denominator), whose partial is each unit's n.
+    values: str = ""
 
     @property
     def unit_bound(self) -> int:
@@ -175,12 +189,15 @@ def plan_measurements(
         *,
         alpha: Fraction | None = None,
         centred: bool = False,
+        per_value: bool = False,
     ) -> str:
         centre = centre_of(grid_for(bounds)) if centred and bounds is not None else 0
+        per_value = per_value or centred
         identity = (
             f"{kind.value}|{identity_of(argument, condition)}"
             + ("" if alpha is None else f"|{alpha}")
             + ("" if centre == 0 else f"|centre {centre}")
+            + ("|per value" if per_value and kind is MeasureKind.SUM else "")
         )
         found = measurements.get(identity)
         if found is not None:
@@ -215,6 +232,7 @@ def plan_measurements(
                 unit_lower=min(0, max_rows * (grid.lower - centre)),
                 unit_upper=max(0, max_rows * (grid.upper - centre)),
                 centre=centre,
+                per_value_rows=max_rows if per_value else 0,  # its values: counted_by
             )
         elif kind is MeasureKind.UNITS:
             made = MeasurementSpec(key, kind, None, condition, None, None, 0, 1)
@@ -223,10 +241,18 @@ def plan_measurements(
         measurements[identity] = made
         return key
 
+    def counted_by(key: str, count: str) -> None:
+        """The per-value sum ``key`` counts its values with the measurement ``count``."""
+        for identity, made in measurements.items():
+            if made.key == key and made.per_value_rows:
+                measurements[identity] = replace(made, values=count)
+
     outputs = []
     for spec in aggregates:
         centred = identity_of(spec.argument, spec.filter) in counted
         numerator, denominator = _measure_aggregate(spec, measure, centred)
+        if denominator is not None:
+            counted_by(numerator, denominator)
         squares = None
         if spec.aggregate in SPREAD_AGGREGATES:
             if spec.argument is None or spec.bounds is None:
@@ -236,8 +262,15 @@ def plan_measurements(
             centre = found.centre * step  # a whole number of steps: exact in floating point
             bounds = _square(_shifted(spec.bounds, centre))
             squares = measure(
-                MeasureKind.SUM, _squared(spec.argument, centre, bounds), spec.filter, bounds
+                MeasureKind.SUM,
+                _squared(spec.argument, centre, bounds),
+                spec.filter,
+                bounds,
+                per_value=True,
             )
+            if denominator is None:
+                raise ValueError("a variance needs a count")
+            counted_by(squares, denominator)
         outputs.append(
             OutputSpec(
                 spec.name,
@@ -342,4 +375,5 @@ class _Measure(Protocol):
         *,
         alpha: Fraction | None = None,
         centred: bool = False,
+        per_value: bool = False,
     ) -> str: ...

@@ -41,10 +41,20 @@ def count_values(
 COST_CENTRE = round(COST_BOUNDS[1] / COST_STEP) // 2
 
 
+def per_value(partial: int, values: int) -> int:
+    """A centred sum's partial over more than C values, as C values at the patient's mean:
+    scaled by C / n in doubles, as the bounded query computes it, rounded half up."""
+    if values <= C:
+        return partial
+    return math.floor(float(partial) / float(values) * float(C) + 0.5)
+
+
 def sum_cost_steps(
     rows: Sequence[Row], keep: Callable[[Row], bool] = lambda r: True, centre: int = 0
 ) -> int:
-    """Σ(steps of cost - centre), each patient's partial clamped to C rows' worth."""
+    """Σ(steps of cost - centre), each patient's partial clamped to C rows' worth; centred
+    (an average's, or a SUM's beside COUNT(cost)), a patient's partial over more than C
+    values is first scaled to C of them (``per_value``)."""
     lower, upper = COST_BOUNDS
     hi = round(upper / COST_STEP)
     total = 0
@@ -55,7 +65,8 @@ def sum_cost_steps(
             for v in values
         ]
         if steps:
-            total += min(max(sum(steps), min(0, -C * centre)), C * (hi - centre))
+            partial = per_value(sum(steps), len(steps)) if centre else sum(steps)
+            total += min(max(partial, min(0, -C * centre)), C * (hi - centre))
     return total
 
 
@@ -66,27 +77,30 @@ STAY_CENTRE = (STAY_BOUNDS[0] + STAY_BOUNDS[1]) // 2
 def sum_stay(
     rows: Sequence[Row], keep: Callable[[Row], bool] = lambda r: True, centre: int = 0
 ) -> int:
-    """Σ(stay - centre), each patient's partial clamped to C rows' worth."""
+    """Σ(stay - centre), each patient's partial clamped to C rows' worth; centred, first
+    scaled to C values when there are more (``per_value``)."""
     lower, upper = STAY_BOUNDS
     total = 0
     for us in per_unit(rows, keep).values():
         values = [min(max(r[4], lower), upper) - centre for r in us if r[4] is not None]
         if values:
-            total += min(max(sum(values), min(0, C * (lower - centre))), C * (upper - centre))
+            partial = per_value(sum(values), len(values)) if centre else sum(values)
+            total += min(max(partial, min(0, C * (lower - centre))), C * (upper - centre))
     return total
 
 
 def sum_stay_squares(
     rows: Sequence[Row], keep: Callable[[Row], bool] = lambda r: True, centre: int = 0
 ) -> int:
-    """Σ(stay - centre)², each patient's partial clamped to C rows' worth."""
+    """Σ(stay - centre)², each patient's partial scaled to C values when there are more
+    (``per_value``, as for every variance), then clamped to C rows' worth."""
     lower, upper = STAY_BOUNDS
     largest = max((lower - centre) ** 2, (upper - centre) ** 2)
     total = 0
     for us in per_unit(rows, keep).values():
         values = [(min(max(r[4], lower), upper) - centre) ** 2 for r in us if r[4] is not None]
         if values:
-            total += min(max(sum(values), 0), C * largest)
+            total += min(max(per_value(sum(values), len(values)), 0), C * largest)
     return total
 
 

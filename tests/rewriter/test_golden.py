@@ -58,8 +58,8 @@ BIRTH_CENTRE = (1900 + 2025) // 2  # AVG measures Σ(birth_year - centre) (measu
 
 def joined_by_sex(sex: str) -> list[object]:
     """visits ⋈ patients: [sex, COUNT(*), Σ(birth_year - centre), COUNT(birth_year)] bounded
-    per patient (3 visits x 1 patient row; a patient's centred sum clamped to 3 x [1900,
-    2025] - centre)."""
+    per patient (3 visits x 1 patient row; a patient's centred sum over more than 3 joined
+    rows is its birth year 3 times, clamped to 3 x [1900, 2025] - centre)."""
     visits: dict[int, int] = {}
     for row in SAMPLE_ROWS:
         if SEX.get(row[1]) == sex:
@@ -69,7 +69,9 @@ def joined_by_sex(sex: str) -> list[object]:
         sum(min(n, 3) for n in visits.values()),
         sum(
             min(
-                max(n * (YEAR[p] - BIRTH_CENTRE), 3 * (1900 - BIRTH_CENTRE)),
+                max(
+                    reference.per_value(n * (YEAR[p] - BIRTH_CENTRE), n), 3 * (1900 - BIRTH_CENTRE)
+                ),
                 3 * (2025 - BIRTH_CENTRE),
             )
             for p, n in visits.items()
