@@ -6,7 +6,7 @@ listed in PASSES.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from rewriter.bias import CHECK_SHARE, Check
@@ -162,14 +162,14 @@ def _plan(sql: str, catalog: Catalog, request: PlanRequest) -> Plan:
     found = constants(query, request.dialect)
     if zone is not None:  # the engine must know the zone, or the query is refused free
         found = (*found, zone_probe(zone, request.dialect))
-    return Plan(
+    made = Plan(
         sql=query.sql(dialect=request.dialect, copy=False),  # the tree is not kept
         dialect=request.dialect,
         table=shape.table.name,
         keys=keys,
         measurements=measurements,
         outputs=outputs,
-        post_sql=post_query(post),
+        post_sql="",  # below, once the released columns' types are known
         epsilon=request.epsilon if request.mechanism == "laplace" else 0.0,
         rho=request.epsilon**2 / 2 if request.mechanism == "gaussian" else 0.0,
         max_rows_per_unit=joins.max_rows_per_unit,
@@ -182,6 +182,12 @@ def _plan(sql: str, catalog: Catalog, request: PlanRequest) -> Plan:
         constants=found,
         time_zone=zone,
     )
+    integers = {name for name, kind in made.released_columns if kind in INTEGER_TYPES}
+    return replace(made, post_sql=post_query(post, integers))
+
+
+#: The released columns' types that hold integers (a numeric cast keeps no decimals).
+INTEGER_TYPES = frozenset({"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT"})
 
 
 def _measure(

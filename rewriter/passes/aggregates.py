@@ -25,6 +25,7 @@ from rewriter.passes.check_predicate import (
 )
 from rewriter.passes.check_shape import QueryShape
 from rewriter.passes.group_keys import GroupKey, from_data, written_form
+from rewriter.passes.post_numeric import check_type_parameter
 from rewriter.passes.post_windows import post_window, refuse_windows, window_part
 from rewriter.passes.quantiles import is_quantile_call, min_max_rejected, quantile_call
 from rewriter.passes.zoned_keys import check_zoned_keys
@@ -425,6 +426,15 @@ def _is_released(column: exp.Column) -> bool:
 
 def check_post_node(node: exp.Expr, where: str) -> None:
     """Post-processing runs on released values; only plain expressions are allowed."""
+    if isinstance(node, exp.DataTypeParam):  # numeric(p, s): post_numeric
+        check_type_parameter(node, where)
+        return
+    if isinstance(node, exp.Cast) and not allowed_node(node):
+        raise Rejected(
+            f"a cast to {node.to.sql(dialect='postgres')} is not supported in {where}",
+            hint="cast to bigint, integer, smallint, numeric, double precision, real, text, "
+            "date, timestamp or boolean",
+        )
     if not allowed_node(node):
         if isinstance(node, exp.Func):
             name = str(node.this) if isinstance(node, exp.Anonymous) else node.sql_name()

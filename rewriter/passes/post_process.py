@@ -7,27 +7,37 @@ in-process DuckDB that holds nothing but the released rows: post-processing of D
 is free, and arithmetic between aggregates, HAVING on noisy counts, ORDER BY and LIMIT keep
 their SQL meaning, with two deliberate differences: division is exact (``SUM(x) / COUNT(*)``
 is not truncated to an integer), and dividing by zero gives NULL instead of an error, since
-a zero can come from the noise.
+a zero can come from the noise. A cast to ``numeric`` reads the value's decimal digits, as
+PostgreSQL does (``post_numeric``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from sqlglot import exp
 
 from rewriter.passes.aggregates import PostQuery
+from rewriter.passes.post_numeric import numeric_casts
 
 RELEASED = "released"
 
 
-def post_query(post: PostQuery) -> str:
-    select = [_safe_division(item) for item in post.select]
+def post_query(post: PostQuery, integers: Collection[str] = ()) -> str:
+    """The post-processing SQL; ``integers``: the released columns holding integers (a
+    cast of one to numeric keeps no decimals: post_numeric)."""
+
+    def written(node: exp.Expr) -> exp.Expr:
+        return numeric_casts(_safe_division(node), integers)
+
+    select = [written(item) for item in post.select]
     query = exp.select(*select).from_(exp.to_identifier(RELEASED, quoted=True), copy=False)
     if post.distinct:
         query = query.distinct(copy=False)
     if post.having is not None:
-        query = query.where(_safe_division(post.having), copy=False)
+        query = query.where(written(post.having), copy=False)
     if post.order is not None:
-        query.set("order", post.order)
+        query.set("order", numeric_casts(post.order.copy(), integers))
     if post.limit is not None:
         query = query.limit(post.limit, copy=False)
     if post.offset is not None:
