@@ -232,7 +232,11 @@ def plan_measurements(
                 unit_lower=min(0, max_rows * (grid.lower - centre)),
                 unit_upper=max(0, max_rows * (grid.upper - centre)),
                 centre=centre,
-                per_value_rows=max_rows if per_value else 0,  # its values: counted_by
+                # its values: counted_by; scaled in DOUBLE, so its limits must be exact
+                # there (below 2^53), else it is clamped as a plain sum is
+                per_value_rows=max_rows
+                if per_value and _exact_double(grid, centre, max_rows)
+                else 0,
             )
         elif kind is MeasureKind.UNITS:
             made = MeasurementSpec(key, kind, None, condition, None, None, 0, 1)
@@ -325,6 +329,12 @@ class _Identities:
         if found is None:
             found = self._sql[id(node)] = (node, node.sql())
         return found[1]
+
+
+def _exact_double(grid: Grid, centre: int, max_rows: int) -> bool:
+    """Whether a unit's limits, ``max_rows`` times the grid's ends from the centre, are
+    integers a DOUBLE holds exactly (the scaled partial is clamped to them in DOUBLE)."""
+    return max_rows * max(abs(grid.lower - centre), abs(grid.upper - centre)) < 2**53
 
 
 def _squared(argument: exp.Expr, centre: float, bounds: Interval) -> exp.Expr:

@@ -11,10 +11,13 @@ ones), so that rounding afterwards rounds the decimal digits, halves away from z
 PostgreSQL does (``round(1.005::numeric, 2)`` is 1.01, not the 1.00 of the binary value):
 
 - ``numeric(p, s)`` / ``numeric(p)``: ``DECIMAL(p, s)`` (precision 1 to 38, DuckDB's
-  largest; 0 ≤ s ≤ p); a value that does not fit fails, as on PostgreSQL;
+  largest; 0 ≤ s ≤ p), read at 12 decimals at least first; a value that does not fit fails,
+  as on PostgreSQL;
 - ``numeric`` of a released integer column or an integer literal: ``DECIMAL(38, 0)``;
 - ``numeric`` of anything else: ``DECIMAL(38, 12)``, 12 decimals and values below 10^26
-  (PostgreSQL keeps 15 significant digits of a double and shows no trailing zeros).
+  (PostgreSQL keeps 15 significant digits of a double and shows no trailing zeros; a
+  digit beyond the 12th decimal is rounded there first, and a product of such casts holds
+  at most 38 digits).
 
 Other types with a length or precision (``varchar(3)``, ``timestamp(0)``) are refused
 before the charge: DuckDB ignores a varchar's length, where PostgreSQL cuts the text.
@@ -32,6 +35,8 @@ from rewriter.errors import Rejected
 MAX_PRECISION = 38
 #: Decimals of ``numeric`` without a precision over a value that is not an integer.
 SCALE = 12
+#: ``exp.Cast.meta``: a cast :func:`numeric_casts` wrote.
+_WRITTEN = "dpproxy_numeric"
 
 
 def check_type_parameter(node: exp.DataTypeParam, where: str) -> None:
@@ -65,14 +70,26 @@ def numeric_casts(node: exp.Expr, integers: Collection[str]) -> exp.Expr:
     def replace(sub: exp.Expr) -> exp.Expr:
         if not isinstance(sub, exp.Cast) or not sub.to.is_type(exp.DataType.Type.DECIMAL):
             return sub
+        if sub.meta.get(_WRITTEN):
+            return sub  # one this function wrote (transform visits what it returns)
+        operand = sub.this.transform(replace, copy=False)  # casts inside this one too
         if sub.to.expressions:
             precision, scale = _parameters(sub.to)
-        elif _integer(sub.this, integers):
+        elif _integer(operand, integers):
             precision, scale = MAX_PRECISION, 0
         else:
             precision, scale = MAX_PRECISION, SCALE
-        text = exp.cast(sub.this, exp.DataType.Type.VARCHAR, copy=False)
-        return exp.cast(text, _decimal(precision, scale), copy=False)
+        text = exp.cast(operand, exp.DataType.Type.VARCHAR, copy=False)
+        # Read at SCALE decimals at least, then rounded to the scale asked for: DuckDB
+        # reads '3e-05' into DECIMAL(38, 12) but not into DECIMAL(4, 4).
+        read = exp.cast(text, _decimal(MAX_PRECISION, max(scale, SCALE)), copy=False)
+        read.meta[_WRITTEN] = True
+        if (precision, scale) == (MAX_PRECISION, max(scale, SCALE)):
+            return read
+        # exp.Cast, not exp.cast: that keeps a value already of type DECIMAL as it is.
+        made = exp.Cast(this=read, to=_decimal(precision, scale))
+        made.meta[_WRITTEN] = True
+        return made
 
     return node.transform(replace, copy=False)
 

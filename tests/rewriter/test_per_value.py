@@ -8,12 +8,13 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
+import duckdb
 import psycopg
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rewriter import PlanRequest, plan
+from rewriter import ColumnPolicy, ColumnType, PlanRequest, TablePolicy, build_catalog, plan
 from rewriter.plan import Plan
 from tests.rewriter.noise import ZeroNoise
 from tests.rewriter.tables import Row, catalog, duckdb_with, load_postgres, scratch_with
@@ -140,3 +141,26 @@ def test_one_person_moves_each_total_by_its_bound_at_most(
             for g in groups
         )
         assert moved <= measurement.spec.unit_bound, measurement.spec.key
+
+
+def test_limits_beyond_what_a_double_holds_are_clamped_not_scaled() -> None:
+    """The scaled partial is clamped in DOUBLE: with limits of 2^53 or more (999,999 rows of
+    values up to 2^40), a clamp in DOUBLE could pass the limit by its rounding (63 here); such a
+    sum is clamped in BIGINT as a plain one is (a second reader's finding)."""
+    policy = TablePolicy(
+        privacy_unit="pid",
+        max_rows_per_unit=999_999,
+        columns={"y": ColumnPolicy(lower=-(2**40), upper=2**40 - 3)},
+    )
+    wide = build_catalog(
+        {"t": {"pid": ColumnType.INTEGER, "y": ColumnType.INTEGER}}, {"t": policy}, schema="main"
+    )
+    made = plan("SELECT AVG(y) FROM t", wide, PlanRequest(1.0))
+    centred = made.measurements[0].spec
+    assert centred.centre != 0 and centred.per_value_rows == 0
+    conn = duckdb.connect()
+    conn.execute(
+        "CREATE TABLE t AS SELECT 1::BIGINT AS pid, (2^40 - 3)::BIGINT AS y FROM range(999999)"
+    )
+    total = conn.execute(made.sql).fetchone()
+    assert total is not None and int(total[0]) <= centred.unit_bound

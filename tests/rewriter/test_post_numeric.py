@@ -42,6 +42,30 @@ def test_rounding_a_numeric_cast_is_postgres_s(pg_dsn: str, average: float) -> N
     assert ours == tuple(theirs)
 
 
+NESTED = [
+    "AVG(cost)::numeric(10, 2)::numeric",
+    "round(round(AVG(cost)::numeric, 6)::numeric, 5)",
+    "(AVG(cost)::numeric + 1)::numeric(20, 6)",
+    "round(AVG(cost)::numeric(20, 10), 3)",
+]
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("average", [1.005, 0.1234567, 0.123456, -3e-05, 0.00004999])
+def test_casts_inside_casts_and_small_scales(pg_dsn: str, average: float) -> None:
+    """A numeric cast inside another is read from its digits too (a second reader found the
+    inner one left as DuckDB's DECIMAL(18, 3)); numeric(4, 4) of -3e-05 (DuckDB writes it
+    with an exponent) is 0.0000, not an error."""
+    forms = NESTED + (["AVG(cost)::numeric(4, 4)"] if abs(average) < 0.1 else [])
+    ours = _one("SELECT " + ", ".join(forms) + " FROM visits", average)
+    with psycopg.connect(pg_dsn) as conn:
+        theirs = conn.execute(
+            "SELECT " + ", ".join(n.replace("AVG(cost)", "%(v)s::float8") for n in forms),
+            {"v": average},
+        ).fetchone()
+    assert ours == theirs
+
+
 @pytest.mark.postgres
 def test_integers_and_large_values(pg_dsn: str) -> None:
     ours = _one(
