@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
 import logging
 import math
 import time
-from collections.abc import Coroutine
-from dataclasses import dataclass, field
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from functools import partial
 from typing import Any, NoReturn, TypeVar
@@ -111,6 +112,10 @@ class Pipeline:
     )
     #: Planning's own threads, one job at a time per analyst (see Workers).
     planner: Workers = field(default_factory=lambda: Workers(PLANNING_THREADS, "dpproxy-plan"))
+    #: The time a statement arrives at (aware), which CURRENT_DATE, now() … read.
+    wall_clock: Callable[[], datetime.datetime] = field(
+        default=lambda: datetime.datetime.now(datetime.UTC)
+    )
     #: Charged queries whose outcome is not recorded yet (see proxy.unrecorded).
     unrecorded: UnrecordedOutcomes = field(init=False, repr=False)
 
@@ -174,14 +179,16 @@ class Pipeline:
         )
         cached = self.plans.get(asker.analyst, sql, request)
         if cached is not None:
-            return cached
+            return cached  # a plan that reads no clock (below)
+        # CURRENT_DATE, now() …: the time the statement arrived (rewriter.passes.current_time).
+        clocked = replace(request, now=self.wall_clock())
         try:
             # In a worker thread, so that the event loop keeps serving other sessions while
             # a long statement (thousands of terms) is planned; planning has threads of its
             # own, one at a time per analyst, so that one analyst's slow plans cannot hold
             # up the others'. Planning has no deadline of its own: the rewriter keeps its
             # work linear in the statement's size.
-            made = await self.planner.run(asker.analyst, lambda: plan(sql, self.catalog, request))
+            made = await self.planner.run(asker.analyst, lambda: plan(sql, self.catalog, clocked))
         except Rejected as rejection:
             attempt = Attempt(analyst=asker.analyst, client_address=asker.address, sql=sql)
             await self._refuse(attempt, Decision.REJECTED, rejection.message, asker.budget)
@@ -193,7 +200,8 @@ class Pipeline:
         await check_post_processing(
             made, asker, sql, post=self.post, described=self.described, refuse=self._refuse
         )
-        self.plans.put(asker.analyst, sql, request, made)
+        if made.now is None:  # one that reads the clock is planned again each time
+            self.plans.put(asker.analyst, sql, request, made)
         return made
 
     async def answer(

@@ -94,6 +94,9 @@ class Plan:
     #: dates, times and literals compared with them: ``rewriter.zones``); None when it
     #: reads none, and its answer does not depend on the zone.
     time_zone: str | None = None
+    #: The time the query read CURRENT_DATE, now() … at (``rewriter.passes.current_time``);
+    #: None when it reads no clock, and its answer does not depend on the time.
+    now: dt.datetime | None = None
 
     @property
     def gaussian(self) -> bool:

@@ -5,9 +5,12 @@ listed in PASSES.
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from dataclasses import dataclass, replace
 from typing import Literal
+
+from sqlglot import exp
 
 from rewriter.bias import CHECK_SHARE, Check
 from rewriter.catalog import Catalog
@@ -23,12 +26,14 @@ from rewriter.passes.check_predicate import check_predicate
 from rewriter.passes.check_shape import check_shape
 from rewriter.passes.collations import default_collation
 from rewriter.passes.constants import constants, zone_probe
+from rewriter.passes.current_time import current_time
 from rewriter.passes.distinct import check_distinct_delta, distinct
 from rewriter.passes.engine_limits import check_engine_limits
 from rewriter.passes.group_keys import domain_cells, from_data, group_keys
 from rewriter.passes.local_times import local_times
 from rewriter.passes.measurements import MeasureKind, MeasurementSpec, plan_measurements
 from rewriter.passes.post_process import post_query
+from rewriter.passes.released_source import released_source, wrapped_post_sql
 from rewriter.passes.subqueries import expand_subqueries
 from rewriter.passes.where_subqueries import WhereSubqueries
 from rewriter.plan import Measurement, Plan
@@ -37,6 +42,10 @@ from rewriter.quantile_selection import QuantileSelection
 Dialect = Literal["duckdb", "postgres"]
 
 PASSES = (
+    "current_time: CURRENT_DATE, now() … and the constant date arithmetic around them as"
+    " literals, at the time the statement arrived",
+    "released_source: a query around a DP subquery (BI tools' wrappers) is post-processing"
+    " of the subquery's released rows",
     "subqueries: CTEs and FROM subqueries inlined (row-level) or made per-person tables",
     "check_shape: one SELECT over one protected table",
     "distinct: SELECT DISTINCT of keys alone is a GROUP BY of its select list (keys from"
@@ -86,6 +95,9 @@ class PlanRequest:
     delta: float = 0.0
     bias_check: bool = False
     time_zone: str = "UTC"
+    #: When the statement arrived (aware): CURRENT_DATE, now() … read it
+    #: (``rewriter.passes.current_time``); None refuses a query that reads the clock.
+    now: dt.datetime | None = None
 
 
 def plan(sql: str, catalog: Catalog, request: PlanRequest) -> Plan:
@@ -113,7 +125,17 @@ def plan(sql: str, catalog: Catalog, request: PlanRequest) -> Plan:
 
 def _plan(sql: str, catalog: Catalog, request: PlanRequest) -> Plan:
     catalog = catalog.in_zone(request.time_zone)
-    tree, catalog = expand_subqueries(parse_statement(sql), catalog)
+    statement = parse_statement(sql)
+    clock = current_time(statement, request.now, request.time_zone)
+    return _planned(statement, catalog, request, clock=clock)
+
+
+def _planned(statement: exp.Expr, catalog: Catalog, request: PlanRequest, *, clock: bool) -> Plan:
+    wrapped = released_source(statement, catalog)
+    if wrapped is not None:  # a query around a DP subquery: post-processing of its answer
+        inner = _planned(wrapped.inner, catalog, request, clock=clock)
+        return replace(inner, post_sql=wrapped_post_sql(wrapped, inner.post_sql))
+    tree, catalog = expand_subqueries(statement, catalog)
     shape = distinct(check_shape(tree, catalog))
     joins = check_joins(shape)
     where = None
@@ -181,6 +203,7 @@ def _plan(sql: str, catalog: Catalog, request: PlanRequest) -> Plan:
         unchecked=blind,
         constants=found,
         time_zone=zone,
+        now=request.now if clock else None,
     )
     integers = {name for name, kind in made.released_columns if kind in INTEGER_TYPES}
     return replace(made, post_sql=post_query(post, integers))

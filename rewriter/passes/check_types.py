@@ -137,6 +137,15 @@ def _find_kind(node: exp.Expr, scope: Scope, where: str, memo: TypeMemo, *, raw:
         return cast_kind(node, source, scope, where, raw=raw)
     if isinstance(node, exp.Extract) and raw:  # inside aggregates: rewriter.intervals
         return extract_kind(node, _kind(node.expression, scope, where, memo), where)
+    if isinstance(node, (*_COMPARISONS, exp.Between, exp.In)) and any(
+        isinstance(o, exp.Tuple) for o in (node.this, node.args.get("expression"))
+    ):
+        # The kind of a row is not its fields' ((d, 1) > (TIMESTAMP '…', 0) would convert
+        # d to a timestamp row by row, unchecked): compare the fields one by one.
+        raise Rejected(
+            f"row comparisons such as {node.sql(dialect='postgres')} are not supported in {where}",
+            hint="compare each column: (a, b) > (x, y) is a > x OR (a = x AND b > y)",
+        )
     if isinstance(node, _COMPARISONS):
         _comparable(node, [node.this, node.expression], scope, where, memo, raw=raw)
         return BOOLEAN

@@ -28,7 +28,7 @@ def post_query(post: PostQuery, integers: Collection[str] = ()) -> str:
     cast of one to numeric keeps no decimals: post_numeric)."""
 
     def written(node: exp.Expr) -> exp.Expr:
-        return numeric_casts(_safe_division(node), integers)
+        return numeric_casts(safe_division(node), integers)
 
     select = [written(item) for item in post.select]
     query = exp.select(*select).from_(exp.to_identifier(RELEASED, quoted=True), copy=False)
@@ -45,7 +45,7 @@ def post_query(post: PostQuery, integers: Collection[str] = ()) -> str:
     return query.sql(dialect="duckdb")
 
 
-def _safe_division(node: exp.Expr) -> exp.Expr:
+def safe_division(node: exp.Expr) -> exp.Expr:
     def replace(sub: exp.Expr) -> exp.Expr:
         if isinstance(sub, (exp.Div, exp.Mod)):
             divisor = exp.func("NULLIF", sub.expression.transform(replace), exp.Literal.number(0))

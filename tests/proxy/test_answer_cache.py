@@ -5,6 +5,7 @@ mean a new charge and new noise."""
 from __future__ import annotations
 
 import asyncio
+import datetime
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -217,3 +218,42 @@ def test_a_file_copied_over_with_its_size_and_mtime_is_another_version(tmp_path:
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     assert path.stat().st_mtime_ns == stat.st_mtime_ns
     assert version() != before
+
+
+def test_a_query_of_the_current_date_is_charged_once_a_day(
+    database: Path, tmp_path: Path, clock: Clock
+) -> None:
+    """CURRENT_DATE is written into the query as the day's date (rewriter.passes.current_time):
+    asked again the same day, the same answer, free; the next day, another query. The
+    local time (LOCALTIMESTAMP) is another query each time."""
+    days = [datetime.datetime(2026, 11, 23, 10, tzinfo=datetime.UTC)]
+    ledger = AsyncLedger(tmp_path / "clock.db")
+    cache = AnswerCache(duckdb_file_version(database), ttl_seconds=3600 * 48, clock=clock)
+    backend = DuckDBBackend(database, timeout_seconds=10)
+    clocked = Pipeline(
+        catalog("main"), backend, ledger, OpenDPNoise(), PostProcessor(), answers=cache,
+        wall_clock=lambda: days[-1],
+    )  # fmt: skip
+    today = "SELECT COUNT(*) FROM visits WHERE stay > 0 OR CURRENT_DATE < DATE '2026-11-24'"
+    s = session(clocked)
+    first, again = ask(s, today, today)
+    days.append(days[-1] + datetime.timedelta(hours=13))  # 23:00: the same day
+    (later,) = ask(s, today)
+    days.append(days[-1] + datetime.timedelta(hours=2))  # 01:00 the next day
+    (tomorrow,) = ask(s, today)
+    now = "SELECT COUNT(*) FROM visits WHERE stay > 0 OR LOCALTIMESTAMP < TIMESTAMP '2000-01-01'"
+    ask(s, now)
+    days.append(days[-1] + datetime.timedelta(microseconds=1))
+    ask(s, now)
+    records = asyncio.run(ledger.records("alice", ()))
+    ledger.close()
+    assert again.rows == first.rows == later.rows
+    assert [r.decision for r in records] == [
+        Decision.ACCEPTED,
+        Decision.CACHED,
+        Decision.CACHED,
+        Decision.ACCEPTED,
+        Decision.ACCEPTED,
+        Decision.ACCEPTED,
+    ]
+    assert tomorrow.rows

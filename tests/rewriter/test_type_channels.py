@@ -178,6 +178,13 @@ DUCKDB_CHANNELS = [
     # date_trunc of a timestamp in DuckDB's first month or year, outside GROUP BY.
     "SELECT COUNT(*) FROM visits WHERE date_trunc('month', ts) IS NOT DISTINCT FROM ts",
     "SELECT COUNT(*) FROM visits WHERE CAST(date_trunc('year', ts) AS DATE) = DATE '2020-01-01'",
+    # A row comparison was not checked field by field (a second reader's); a date met with a
+    # timestamp literal is compared with the date that answers alike (value_types.dated).
+    _where("(visit_date, 1) > (TIMESTAMP '2024-03-01 10:00:00', 0)"),
+    _where("(visit_date, 1) IN ((TIMESTAMP '2024-03-01 10:00:00', 0))"),
+    _where("visit_date >= TIMESTAMP '2024-03-01 10:00:00'"),
+    _where("TIMESTAMP '2024-03-01 10:00:00' > visit_date"),
+    _where("visit_date BETWEEN TIMESTAMP '2020-01-01 10:00' AND TIMESTAMP '2030-01-01 00:00'"),
 ]
 
 
@@ -202,6 +209,9 @@ ANSWERS = [
     ),
     ("ts < DATE '2020-01-02' + INTERVAL '1 day' AND amount < (10) AND amount > 2 * 5 - 9.99", 3, 4),
     ("price BETWEEN 0.06 - 0.01 AND 0.06 + 0.01 AND big > (0.5)", 2, 3),
+    ("visit_date >= TIMESTAMP '2020-01-01 10:00:00'", 1, 2),
+    ("visit_date < TIMESTAMP '2020-01-01 10:00:00'", 2, 2),
+    ("visit_date = TIMESTAMP '2020-01-02 00:00:00'", 1, 1),
 ]
 
 

@@ -3,7 +3,8 @@
 DuckDB would cast a text column to a number to compare it with ``5``, and fail on the
 first non-numeric value; so only values of one kind are compared or chosen among (a
 quoted literal is read as a literal of the other value's kind, ``literals``), and a date
-meets a timestamp only written as a literal (DuckDB converts the date). Numbers are
+meets a timestamp only written as a literal (DuckDB converts the date), or a timestamp
+literal becomes the date that compares alike (``dated``). Numbers are
 spelled so that DuckDB compares them as DOUBLE (``numbers_meet``: ``i > (0.5)`` would
 convert each ``i`` to a DECIMAL it may not fit), and a DECIMAL column meets another
 column only when one DECIMAL holds both (``decimal_digits``). A timestamp with time zone
@@ -16,6 +17,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from rewriter.errors import Rejected
+from rewriter.passes.value_types.dated import dated
 from rewriter.passes.value_types.decimal_digits import one_decimal
 from rewriter.passes.value_types.kinds import (
     DATE,
@@ -71,6 +73,8 @@ def compare(
     if kinds == {DATE, TIME}:
         if all(k != DATE or date_literal(o) for o, k in zip(operands, each, strict=True)):
             return  # a date written as a literal (within the years 1 to 9999), and timestamps
+        if dated(node, operands, each):
+            return  # timestamp literals as the dates that compare alike
         raise Rejected(
             f"{node.sql(dialect='postgres')} in {where} compares values of different types "
             "(date, timestamp): the database converts each date to a timestamp, which fails "
