@@ -98,7 +98,8 @@ def current_time(tree: exp.Expr, now: dt.datetime | None, zone: str) -> bool:
     """Replace, in place, each expression of ``tree`` that reads the clock by its value at
     ``now`` (aware) in ``zone``; True if one was found. Rejected if one cannot be computed
     here, or without ``now``."""
-    if not any(_reads_clock(node) for node in tree.walk()):
+    clocks = [node for node in tree.walk() if _reads_clock(node)]
+    if not clocks:
         return False
     if now is None or now.tzinfo is None:
         raise Rejected(
@@ -107,8 +108,8 @@ def current_time(tree: exp.Expr, now: dt.datetime | None, zone: str) -> bool:
             hint="write the date as a literal, e.g. DATE '2024-03-01'",
         )
     clock = _Clock(now, _zone(zone))
-    for node in list(tree.walk()):
-        if _reads_clock(node) and node.root() is tree:  # not inside one replaced already
+    for node in clocks:
+        if node.root() is tree:  # not inside one replaced already
             _fold_around(node, clock)
     return True
 

@@ -194,14 +194,9 @@ def wrapped_post_sql(wrapped: Wrapped, inner_post_sql: str) -> str:
     outer.set("from_", None)
     named = {a.alias.lower() for a in outer.expressions if isinstance(a, exp.Alias)}
     for item in list(outer.expressions):  # PostgreSQL's names: max, not DuckDB's max(n)
-        if not isinstance(item, exp.Alias | exp.Star) and not (
-            isinstance(item, exp.Column) and isinstance(item.this, exp.Star)
-        ):
+        if not isinstance(item, exp.Alias) and not item.is_star:
             item.replace(exp.alias_(item.copy(), output_name(item), quoted=True))
-    if repeated and any(
-        isinstance(i, exp.Star) or (isinstance(i, exp.Column) and isinstance(i.this, exp.Star))
-        for i in outer.expressions
-    ):
+    if repeated and any(i.is_star for i in outer.expressions):
         raise Rejected(
             f"the subquery has several columns named {', '.join(sorted(repeated))}: a * "
             "around it is not supported",
@@ -233,9 +228,7 @@ def _columns(select: exp.Select) -> list[str]:
     (the source is its one WITH query)."""
     names: list[str] = []
     for item in select.expressions:
-        if isinstance(item, exp.Star) or (
-            isinstance(item, exp.Column) and isinstance(item.this, exp.Star)
-        ):
+        if item.is_star:  # * or s.*
             clause = select.args.get("with") or select.args.get("with_")
             body = clause.expressions[0].this if isinstance(clause, exp.With) else None
             if not isinstance(body, exp.Select):
