@@ -48,7 +48,8 @@ async def answer_from_cache(
         )
         raise QueryError(
             "22000",
-            f"the noisy answer could not be post-processed: {failure.reason}",
+            f"the noisy answer could not be post-processed: {failure.reason}; nothing was "
+            "charged (the answer is the one charged before)",
             hint="check the casts and arithmetic of the select list, HAVING and ORDER BY",
         ) from None
     intervals = reporting.intervals(query_plan, report)

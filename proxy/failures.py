@@ -96,10 +96,16 @@ def already_recorded(cost: Cost, reservation: Reservation) -> QueryError:
 
 
 def failed_after_charge(
-    failure: BackendError | ReleaseError | PostProcessError, cost: Cost, token: CancelToken
+    failure: BackendError | ReleaseError | PostProcessError,
+    cost: Cost,
+    token: CancelToken,
+    *,
+    kept: bool = False,
 ) -> tuple[str, QueryError]:
     """A charged query that failed: the reason its audit record gives, and the client's
-    error (a cancel request's or the statement timeout's 57014, ``token.reason``)."""
+    error (a cancel request's or the statement timeout's 57014, ``token.reason``).
+    ``kept``: the noisy release is kept in the answer cache (its post-processing failed),
+    so the query corrected is answered at no new cost; the error says so."""
     if isinstance(failure, QueryCanceled):
         return (
             f"{type(failure).__name__}: canceled due to {token.reason}",
@@ -110,12 +116,20 @@ def failed_after_charge(
         )
     reason = f"{type(failure).__name__}: {failure}"
     if isinstance(failure, PostProcessError):
+        hint = (
+            "check the casts and arithmetic of the select list, HAVING and ORDER BY (e.g. "
+            "cast a count to bigint, not smallint)"
+        )
+        if kept:
+            hint += (
+                "; the noisy answer is kept: the same query with only those corrected is "
+                "answered from it at no new cost"
+            )
         return reason, QueryError(
             "22000",
             f"the noisy answer could not be post-processed: {failure.reason}; the "
             f"charge of {cost} stands",
-            hint="check the casts and arithmetic of the select list, HAVING and "
-            "ORDER BY (e.g. cast a count to bigint, not smallint)",
+            hint=hint,
         )
     return reason, QueryError(
         sqlstate_for(failure),

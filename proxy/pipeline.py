@@ -23,7 +23,7 @@ import datetime
 import logging
 import math
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Hashable
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from functools import partial
@@ -316,45 +316,15 @@ class Pipeline:
                 str(refusal),
                 hint="SHOW dpproxy.epsilon shows the ε a query spends in this session",
             ) from None
-        try:
-            exact = await self.backend.fetch_all(query_plan.sql, token)
-            # Off the event loop: thousands of groups take a second of noise draws, during
-            # which every other session (and a cancel request) would wait.
-            released, answer = await self.planner.run(
-                asker.analyst, partial(self._release, query_plan, exact)
-            )
-        except (BackendError, ReleaseError, PostProcessError) as failure:
-            if stopped_by_disconnect(failure, token):
-                await self._not_sent(asker, cost, reservation, started)
-            reason, error = failed_after_charge(failure, cost, token)
-            await self._complete(
-                cost,
-                reservation,
-                decision=Decision.FAILED,
-                reason=reason,
-                rows=None,
-                duration_ms=_ms_since(started),
-            )
-            logger.warning("query of %s failed after charge: %s", asker.analyst, failure)
-            raise error from None
-        except BaseException as failure:
-            # Anything else (cancellation of the task, a bug): the attempt is still audited.
-            # Only a shutdown cancels a statement (the server's grace period ran out).
-            reason = (
-                "interrupted: dpproxy was stopped before the query finished"
-                if isinstance(failure, asyncio.CancelledError)
-                else "internal error in dpproxy"
-            )
-            with contextlib.suppress(QueryError):  # logged; the original error goes on
-                await self._complete(
-                    cost,
-                    reservation,
-                    decision=Decision.FAILED,
-                    reason=reason,
-                    rows=None,
-                    duration_ms=_ms_since(started),
-                )
-            raise
+        released, answer = await self._run_charged(
+            query_plan,
+            asker,
+            attempt,
+            token,
+            charge=(cost, reservation),
+            kept_as=(key, version),
+            started=started,
+        )
         if link is not None and link.gone:  # it went while the answer was made: not released
             await self._not_sent(asker, cost, reservation, started)
         # Not interrupted by a shutdown's cancellation: a query recorded as accepted is
@@ -388,10 +358,84 @@ class Pipeline:
             bias_check=bias_check,
         )
 
-    def _release(self, query_plan: Plan, exact: list[tuple[object, ...]]) -> tuple[Release, Answer]:
-        """In a worker thread: the noisy release of ``exact`` and its post-processed answer."""
+    async def _run_charged(
+        self,
+        query_plan: Plan,
+        asker: Asker,
+        attempt: Attempt,
+        token: CancelToken,
+        *,
+        charge: tuple[Cost, Reservation],
+        kept_as: tuple[CacheKey, Hashable | None],
+        started: float,
+    ) -> tuple[Release, Answer]:
+        """Run the charged query and release it, post-processed. A failure is recorded
+        (the charge stands) and raised as the client's error. ``kept_as``: the answer
+        cache's key and data version (None: the cache is off)."""
+        cost, reservation = charge
+        key, version = kept_as
+        drawn: Release | None = None  # the noisy release, once drawn
+        try:
+            exact = await self.backend.fetch_all(query_plan.sql, token)
+            # Off the event loop: thousands of groups take a second of noise draws, during
+            # which every other session (and a cancel request) would wait.
+            released, outcome = await self.planner.run(
+                asker.analyst, partial(self._release, query_plan, exact)
+            )
+            if isinstance(outcome, PostProcessError):
+                drawn = released
+                raise outcome
+            return released, outcome
+        except (BackendError, ReleaseError, PostProcessError) as failure:
+            if stopped_by_disconnect(failure, token):
+                await self._not_sent(asker, cost, reservation, started)
+            # A release drawn and charged whose post-processing failed (a cast too narrow
+            # for a noisy value) is kept: the query asked again with its select list,
+            # HAVING or ORDER BY corrected is answered from it at no new cost. Never a new
+            # draw for free: only this release is kept, once its charge is on record.
+            keep = self.answers if drawn is not None and version is not None else None
+            reason, error = failed_after_charge(failure, cost, token, kept=keep is not None)
+            await self._complete(
+                cost,
+                reservation,
+                decision=Decision.FAILED,
+                reason=reason,
+                rows=None,
+                duration_ms=_ms_since(started),
+            )
+            if keep is not None and drawn is not None:
+                keep.put(key, drawn, cost, attempt.started_at, version)
+            logger.warning("query of %s failed after charge: %s", asker.analyst, failure)
+            raise error from None
+        except BaseException as failure:
+            # Anything else (cancellation of the task, a bug): the attempt is still audited.
+            # Only a shutdown cancels a statement (the server's grace period ran out).
+            reason = (
+                "interrupted: dpproxy was stopped before the query finished"
+                if isinstance(failure, asyncio.CancelledError)
+                else "internal error in dpproxy"
+            )
+            with contextlib.suppress(QueryError):  # logged; the original error goes on
+                await self._complete(
+                    cost,
+                    reservation,
+                    decision=Decision.FAILED,
+                    reason=reason,
+                    rows=None,
+                    duration_ms=_ms_since(started),
+                )
+            raise
+
+    def _release(
+        self, query_plan: Plan, exact: list[tuple[object, ...]]
+    ) -> tuple[Release, Answer | PostProcessError]:
+        """In a worker thread: the noisy release of ``exact`` and its post-processed answer,
+        or why post-processing failed (the release is kept: see _answer)."""
         released = query_plan.release(exact, self.noise)
-        return released, self.post.run(released, query_plan.post_sql)
+        try:
+            return released, self.post.run(released, query_plan.post_sql)
+        except PostProcessError as failure:
+            return released, failure
 
     async def _not_sent(
         self, asker: Asker, cost: Cost, reservation: Reservation, started: float

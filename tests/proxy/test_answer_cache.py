@@ -257,3 +257,48 @@ def test_a_query_of_the_current_date_is_charged_once_a_day(
         Decision.ACCEPTED,
     ]
     assert tomorrow.rows
+
+
+def test_a_release_whose_post_processing_failed_is_kept(pipeline: Pipeline) -> None:
+    """A noisy count charged but not answered (its square does not fit a smallint) is
+    kept: the query corrected, or the count alone, is answered from it at no new cost,
+    and the same failing query again is refused free. Never a new draw for free."""
+    s = session(pipeline)
+    ask(s, "SET dpproxy.epsilon = 5")
+    narrow = "SELECT CAST(COUNT(*) * COUNT(*) * 20000 AS SMALLINT) AS n FROM visits"
+    with pytest.raises(QueryError) as failed:
+        ask(s, narrow)
+    assert "the charge of ε=5 stands" in failed.value.message
+    assert "answered from it at no new cost" in (failed.value.hint or "")
+    (wide,) = ask(s, "SELECT CAST(COUNT(*) * COUNT(*) * 20000 AS BIGINT) AS n FROM visits")
+    (count,) = ask(s, "SELECT COUNT(*) AS n FROM visits")
+    assert "this answer was cached" in wide.notices[0].message
+    assert "this answer was cached" in count.notices[0].message
+    (n,) = count.rows[0]
+    assert wide.rows == ((str(int(n) * int(n) * 20000),),)
+    with pytest.raises(QueryError) as again:
+        ask(s, narrow)
+    assert "nothing was charged" in again.value.message
+    records = asyncio.run(pipeline.ledger.records("alice", ()))
+    assert [r.decision for r in records] == [
+        Decision.FAILED,
+        Decision.CACHED,
+        Decision.CACHED,
+        Decision.ERROR,
+    ]
+    assert [r.epsilon for r in records] == [Epsilon(5), Epsilon(0), Epsilon(0), Epsilon(0)]
+
+
+def test_without_the_cache_nothing_is_promised(database: Path, tmp_path: Path) -> None:
+    ledger = AsyncLedger(tmp_path / "state.db")
+    backend = DuckDBBackend(database, timeout_seconds=10)
+    pipeline = Pipeline(catalog("main"), backend, ledger, OpenDPNoise(), PostProcessor())
+    try:
+        s = session(pipeline)
+        ask(s, "SET dpproxy.epsilon = 5")
+        with pytest.raises(QueryError) as failed:
+            ask(s, "SELECT CAST(COUNT(*) * COUNT(*) * 20000 AS SMALLINT) AS n FROM visits")
+        assert "the charge of ε=5 stands" in failed.value.message
+        assert "no new cost" not in (failed.value.hint or "")
+    finally:
+        ledger.close()
