@@ -153,7 +153,7 @@ class Catalog:
 
     def table(self, name: str, schema: str | None = None) -> TableInfo:
         found = self.tables.get(name.lower())
-        if found is None or (schema is not None and schema.lower() not in _SCHEMA_ALIASES):
+        if found is None or (schema is not None and schema.lower() not in SCHEMA_ALIASES):
             known = ", ".join(sorted(self.tables)) or "none"
             raise Rejected(
                 f'relation "{name}" does not exist or is not available through dpproxy',
@@ -172,7 +172,7 @@ class Catalog:
         return found
 
 
-_SCHEMA_ALIASES = frozenset({"public", "main"})
+SCHEMA_ALIASES = frozenset({"public", "main"})
 
 
 def _table_in_zone(table: TableInfo, zone: str) -> TableInfo:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from rewriter.catalog import ColumnInfo, TableInfo
+from rewriter.catalog import SCHEMA_ALIASES, ColumnInfo, TableInfo
 from rewriter.errors import Rejected
 from rewriter.zones import LOCAL, ZONE, sql_zone
 
@@ -34,6 +34,9 @@ class Source:
     #: columns. The names the subquery provides were replaced by their expressions when it
     #: was inlined; its tables' other columns are not the subquery's, as in PostgreSQL.
     hidden: bool = False
+    #: Whether the query gave the table an alias (``FROM visits v``): its own name, even
+    #: schema-qualified (``public.visits.cost``), no longer names it, as in PostgreSQL.
+    aliased: bool = False
 
 
 @dataclass(frozen=True)
@@ -83,9 +86,16 @@ class Scope:
         return resolved
 
     def lookup(self, column: exp.Column, where: str) -> tuple[Source, ColumnInfo]:
-        if column.args.get("db") is not None or column.args.get("catalog") is not None:
-            raise Rejected(f"schema-qualified column references are not supported in {where}")
+        if column.args.get("catalog") is not None:
+            raise Rejected(
+                f"database-qualified column references are not supported in {where}",
+                sqlstate="0A000",
+                hint='write the column as table.column or schema.table.column ("visits".'
+                '"cost" or "public"."visits"."cost")',
+            )
         qualifier = column.table
+        if column.args.get("db") is not None:  # schema.table.column (Metabase writes them)
+            return self._schema_qualified(column, column.db, qualifier)
         if qualifier:
             for source in self.sources:
                 if qualifier.lower() in (source.reference.lower(), source.alias):
@@ -113,9 +123,41 @@ class Scope:
             raise Rejected(f'column "{column.name}" does not exist', sqlstate="42703")
         return found[0], found[0].table.column(column.name)
 
+    def _schema_qualified(
+        self, column: exp.Column, schema: str, table: str
+    ) -> tuple[Source, ColumnInfo]:
+        """``schema.table.column``, as PostgreSQL resolves it: the FROM item that is that
+        table, read without an alias (an alias hides the table's own name)."""
+        for source in self.sources:
+            if (
+                not source.aliased
+                and not source.hidden
+                and source.table.derived is None
+                and source.reference.lower() == table.lower()
+                and _same_schema(schema)
+            ):
+                return source, source.table.column(column.name)
+        named = next((s for s in self.sources if s.table.name.lower() == table.lower()), None)
+        if named is None:
+            raise Rejected(f'missing FROM-clause entry for table "{table}"', sqlstate="42P01")
+        raise Rejected(
+            f'invalid reference to FROM-clause entry for table "{table}"',
+            sqlstate="42P01",
+            hint=f'Perhaps you meant to reference the table alias "{named.reference}".'
+            if named.aliased
+            else f'There is an entry for table "{table}", but it cannot be referenced from '
+            "this part of the query.",
+        )
+
     def info(self, resolved: exp.Column) -> ColumnInfo:
         """The ColumnInfo of a column already resolved by :meth:`resolve`."""
         for source in self.sources:
             if source.alias == resolved.table:
                 return source.table.column(resolved.name)
         raise ValueError(f"unresolved column {resolved.sql()}")
+
+
+def _same_schema(written: str) -> bool:
+    """Whether a schema the analyst wrote names the tables' (dpproxy serves them in
+    PostgreSQL's ``public``, as Catalog.table reads a table's schema)."""
+    return written.lower() in SCHEMA_ALIASES

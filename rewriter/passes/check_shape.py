@@ -359,8 +359,9 @@ def _source(node: exp.Expr, catalog: Catalog, generated: str) -> Source:
     db = node.args.get("db")
     table = catalog.table(node.name, db.name if isinstance(db, exp.Identifier) else None)
     alias = node.args.get("alias")
+    aliased = isinstance(alias, exp.TableAlias) and bool(alias.name)
     reference = alias.name if isinstance(alias, exp.TableAlias) and alias.name else node.name
-    return Source(table, reference, generated, hidden=bool(node.meta.get(INLINED)))
+    return Source(table, reference, generated, hidden=bool(node.meta.get(INLINED)), aliased=aliased)
 
 
 def _join_kind(join: exp.Join, joined: Source) -> str:

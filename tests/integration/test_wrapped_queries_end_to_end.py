@@ -62,3 +62,20 @@ def test_a_join_around_it_is_refused_before_the_charge(server: RunningServer) ->
             )
         assert "joins are not supported" in (refused.value.diag.message_primary or "")
         assert _spent(server) == before
+
+
+def test_a_metabase_query_builder_question_with_schema_qualified_columns(
+    server: RunningServer,
+) -> None:
+    """Metabase's query builder qualifies every column with its schema and table."""
+    question = (
+        'SELECT "public"."visits"."department" AS "department", COUNT(*) AS "count" '
+        'FROM "public"."visits" GROUP BY "public"."visits"."department" '
+        'ORDER BY "public"."visits"."department" ASC'
+    )
+    with psycopg.connect(server.dsn("alice"), autocommit=True) as alice:
+        cursor = alice.execute(question)
+        rows = cursor.fetchall()
+        names = [d.name for d in cursor.description or []]
+    assert names == ["department", "count"]
+    assert [d for d, _ in rows] == sorted(d for d, _ in rows) and len(rows) == 8
