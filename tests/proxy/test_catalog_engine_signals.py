@@ -23,11 +23,29 @@ from proxy.catalog.engine_client import EngineProcess
 from proxy.catalog.messages import EngineSetup
 from tests.proxy.test_catalog_engine import _catalog
 
-#: About a second of DuckDB's work (a cross join it interrupts between chunks).
-SECOND_OF_WORK = (
-    "SELECT count(*) FROM generate_series(1, 16000) AS a(x), "
-    "generate_series(1, 16000) AS b(y) WHERE x + y > 16000"
+#: A few tenths of a second of DuckDB's work on a fast machine, a few seconds on a slow
+#: one (a cross join it interrupts between chunks); within the engine's 5 s limit.
+SIDE = 8000
+WORK = (
+    f"SELECT count(*) FROM generate_series(1, {SIDE}) AS a(x), "
+    f"generate_series(1, {SIDE}) AS b(y) WHERE x + y > {SIDE}"
 )
+
+
+def _cpu_ticks(pid: int) -> int:
+    """The CPU time ``pid`` has used, in clock ticks (user + system)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def _working(pid: int, before: int) -> None:
+    """Wait until ``pid`` has used a twentieth of a second of CPU since ``before``: the
+    query is under way, however fast the machine."""
+    deadline = time.monotonic() + 30
+    while _cpu_ticks(pid) - before < os.sysconf("SC_CLK_TCK") // 20:
+        if time.monotonic() > deadline:
+            raise AssertionError("the engine did not start working on the query")
+        time.sleep(0.005)
 
 
 def _signal_mask(pid: int, field: str) -> int:
@@ -49,16 +67,18 @@ def test_a_query_under_way_is_answered_though_the_engine_got_sigterm_and_sigint(
         assert ignored & _bit(signal.SIGTERM) and ignored & _bit(signal.SIGINT)
         assert _signal_mask(engine, "SigBlk") == 0  # unblocked once ignored
         answers: list[QueryOutput] = []
+        idle = _cpu_ticks(engine)
         running = threading.Thread(
-            target=lambda: answers.append(database.run_blocking(SECOND_OF_WORK, QueryStop()))
+            target=lambda: answers.append(database.run_blocking(WORK, QueryStop()))
         )
         running.start()
-        time.sleep(0.2)  # the query has reached the engine (it runs for about a second)
+        _working(engine, idle)  # the query has reached the engine and runs
+        assert running.is_alive()
         os.kill(engine, signal.SIGTERM)
         os.kill(engine, signal.SIGINT)
         running.join(timeout=60)
         # Before: the engine ended at once, and the query with it (CatalogEngineLost).
-        assert answers and answers[0].rows == [(16000 * 16000 - 16000 * 15999 // 2,)]
+        assert answers and answers[0].rows == [(SIDE * SIDE - SIDE * (SIDE - 1) // 2,)]
         assert database.engine_pid == engine
         assert database.run_blocking("SELECT 42").rows == [(42,)]
     finally:
