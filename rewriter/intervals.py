@@ -313,12 +313,18 @@ def _case(node: exp.Case, bounds: _Columns) -> Interval:
             "CASE <value> WHEN … inside an aggregate is not supported; "
             "write CASE WHEN <condition> THEN …"
         )
-    branches = [_interval(branch.args["true"], bounds) for branch in node.args.get("ifs", [])]
+    values = [branch.args["true"] for branch in node.args.get("ifs", [])]
     default = node.args.get("default")
     if default is not None:
-        branches.append(_interval(default, bounds))
+        values.append(default)
+    # A NULL value adds nothing to the range (nullif(x, c) is CASE WHEN x = c THEN NULL
+    # ELSE x END: x's range, rewriter.passes.row_functions); aggregates skip NULL.
+    branches = [_interval(v, bounds) for v in values if not isinstance(v.unnest(), exp.Null)]
     if not branches:
-        raise Rejected("CASE without branches")
+        raise Rejected(
+            f"{node.sql(dialect='postgres')} inside an aggregate is always NULL",
+            hint="aggregate a value that is not NULL on some rows",
+        )
     result = branches[0]
     for other in branches[1:]:
         result = result.hull(other)

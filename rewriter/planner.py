@@ -52,6 +52,8 @@ PASSES = (
     " the data, partition selection); over aggregates, DISTINCT of the released rows",
     "check_predicate: WHERE is a row-level predicate over allowed expressions; subqueries"
     " in it are public or matched on the person (where_subqueries)",
+    "row_functions: in every row-level expression (check_predicate, data_keys), nullif, left"
+    " and concat as the CASE, substring and || of coalesce that compute them as PostgreSQL",
     "check_joins: protected tables joined along the privacy unit; per-person row bounds",
     "group_keys: GROUP BY keys and their public domains (or, with δ > 0, keys from the data,"
     " released through partition selection)",

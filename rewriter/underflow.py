@@ -105,6 +105,8 @@ def _quantum(node: exp.Expr, bounds: Bounds, magnitude: Magnitude) -> float:
         return _literal_quantum(node.this)
     if isinstance(node, (exp.Boolean, exp.Extract)):
         return 1.0  # EXTRACT of a date or timestamp field: integers (rewriter.intervals)
+    if isinstance(node, exp.Null):
+        return EXACT  # no value (a CASE's NULL branch: nullif, rewriter.passes.row_functions)
     if isinstance(node, (exp.Neg, exp.Abs)):
         return q(node.this)
     if isinstance(node, (exp.Add, exp.Sub)):

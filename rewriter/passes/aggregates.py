@@ -17,14 +17,15 @@ from rewriter.catalog import ColumnInfo, ColumnType
 from rewriter.errors import Rejected
 from rewriter.intervals import Interval, interval_of
 from rewriter.passes.check_joins import unwrap
-from rewriter.passes.check_predicate import (
-    ALLOWED_FUNCTIONS,
-    allowed_node,
-    check_predicate,
-    written_name,
-)
+from rewriter.passes.check_predicate import allowed_node, check_predicate, written_name
 from rewriter.passes.check_shape import QueryShape
 from rewriter.passes.group_keys import GroupKey, from_data, written_form
+from rewriter.passes.post_functions import (
+    POST_FUNCTIONS_HINT,
+    allowed_post_node,
+    check_post_function,
+    is_post_function,
+)
 from rewriter.passes.post_numeric import check_type_parameter
 from rewriter.passes.post_windows import post_window, refuse_windows, window_part
 from rewriter.passes.quantiles import is_quantile_call, min_max_rejected, quantile_call
@@ -435,12 +436,14 @@ def check_post_node(node: exp.Expr, where: str) -> None:
             hint="cast to bigint, integer, smallint, numeric, double precision, real, text, "
             "date, timestamp or boolean",
         )
-    if not allowed_node(node):
+    if is_post_function(node):  # computed as PostgreSQL does: post_functions
+        check_post_function(node, where)
+        return
+    if not allowed_post_node(node):
         if isinstance(node, exp.Func):
             name = str(node.this) if isinstance(node, exp.Anonymous) else node.sql_name()
             raise Rejected(
-                f"function {name.lower()}() is not allowed in {where}",
-                hint=f"allowed functions: {ALLOWED_FUNCTIONS}",
+                f"function {name.lower()}() is not allowed in {where}", hint=POST_FUNCTIONS_HINT
             )
         raise Rejected(f"{written_name(node)} is not allowed in {where}")
 

@@ -18,6 +18,7 @@ from sqlglot import exp
 from rewriter.catalog import ColumnType
 from rewriter.errors import Rejected
 from rewriter.passes.check_types import VALUE_CONTEXTS, check_types, value_kind
+from rewriter.passes.row_functions import is_row_function, restored, row_functions
 from rewriter.passes.value_types.kinds import NULL, NUMBER
 from rewriter.scope import Scope
 from rewriter.sql_values import TINY, number
@@ -83,7 +84,7 @@ _FUNCTIONS = (
 
 ALLOWED_FUNCTIONS = (
     "lower, upper, abs, coalesce, length, trim, extract, round, floor, ceil, substring, sign, "
-    "greatest, least, date_trunc, width_bucket"
+    "greatest, least, date_trunc, width_bucket, nullif, left, concat"
 )
 _CAST_TYPES = frozenset(
     {
@@ -124,6 +125,8 @@ def check_predicate(
     nested = subqueries is not None
     for node in predicate.walk(prune=lambda n: isinstance(n, (exp.Subquery, exp.Exists))):
         _check_node(node, where, nested=nested)
+    # nullif, left and concat as forms checked below (rewriter.passes.row_functions).
+    predicate = row_functions(predicate, scope, where)
     standins: list[tuple[exp.Expr, exp.Expr]] = []
 
     def resolve(node: exp.Expr) -> exp.Expr:
@@ -144,6 +147,8 @@ def check_predicate(
     try:
         check_types(holder.this, scope, where)
         _check_bucketed(holder.this, scope, where)
+    except Rejected as rejection:
+        raise restored(rejection, holder.this) from None  # nullif … as the analyst wrote it
     finally:
         for resolved, standin in standins:
             standin.replace(resolved)
@@ -489,8 +494,8 @@ def _check_node(node: exp.Expr, where: str, *, nested: bool = False) -> None:
         raise Rejected(f"casting to {node.to.sql(dialect='postgres')} is not supported in {where}")
     if isinstance(node, exp.Column) and not isinstance(node.this, exp.Identifier):
         raise Rejected(f"{where} may refer to columns by name only")
-    if isinstance(node, _STRUCTURE + _FUNCTIONS):
-        return
+    if isinstance(node, _STRUCTURE + _FUNCTIONS) or is_row_function(node):
+        return  # nullif, left, concat (row_functions): not allowed_node's
     if isinstance(node, exp.AggFunc):
         raise Rejected(f"aggregates are not allowed in {where}", sqlstate="42803")
     if isinstance(node, exp.Window):

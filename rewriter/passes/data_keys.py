@@ -9,7 +9,8 @@ a row exists). Accepted, with the released type:
   (VARCHAR), date (DATE), timestamp (TIMESTAMP) or boolean (BOOLEAN) type;
 - ``lower``, ``upper``, ``trim`` (of spaces or of constant characters), ``substring(x,
   start[, length])`` with constant start >= 1 and length >= 0, ``||`` of text, and a cast
-  of an integer, text or boolean key to text: VARCHAR;
+  of an integer, text or boolean key to text: VARCHAR (``left`` and ``concat`` are these,
+  and ``nullif`` a CASE, once ``rewriter.passes.row_functions`` has rewritten them);
 - ``EXTRACT(field FROM c)`` of a date or timestamp column, for the fields both engines
   compute alike (year, quarter, month, day, dow, isodow, doy, decade,
   century, millennium; hour and minute of a timestamp): DOUBLE;
@@ -24,7 +25,15 @@ a row exists). Accepted, with the released type:
   'year', c)`` of a date or timestamp column: TIMESTAMP. PostgreSQL truncates a date as a
   timestamp with time zone (in the session's zone) and DuckDB as a timestamp, so the key
   is written ``CAST(date_trunc(unit, CAST(c AS TIMESTAMP)) AS TIMESTAMP)``. Decades and
-  longer are refused: the engines start centuries on different years;
+  longer are refused: the engines start centuries on different years. (Where the
+  session's clocks skip midnight, America/Santiago, PostgreSQL would show such a day's
+  start of a date at 01:00 with its offset; the key is its midnight.) The column of
+  EXTRACT or date_trunc may be cast to a timestamp, or a date column to a date;
+- ``CAST(x AS DATE)`` and ``CAST(x AS TIMESTAMP)`` of a date or timestamp column, of
+  date_trunc, or of such a cast (``moment_cast``): DATE, TIMESTAMP, the key ``x`` cast,
+  one to one (a date's midnight, a timestamp's day; date_trunc to a date only for a day
+  or longer), so that BI tools' ``CAST(date_trunc('month', d) AS DATE)`` is a date as in
+  PostgreSQL;
 - arithmetic and rounding over bounded numeric columns (``rewriter.passes.numeric_keys``):
   BIGINT for an integer expression, DOUBLE otherwise;
 - ``CASE WHEN … THEN … END``, ``COALESCE``, ``GREATEST`` and ``LEAST`` whose values are
@@ -80,6 +89,7 @@ from rewriter.passes.numeric_keys import (
     numeric_value,
     skipping_nulls,
 )
+from rewriter.passes.row_functions import row_functions
 from rewriter.passes.value_types.moments import DATE_FIELDS, TIME_FIELDS, TRUNC_UNITS
 from rewriter.scope import Scope
 from rewriter.zones import ZONE, fixed_offset, is_local, resolved_local
@@ -112,13 +122,14 @@ _INTEGER = re.compile(r"\d+")
 
 ACCEPTED = (
     "keys found in the data are released only for: a plain column (of a number, text, date, "
-    "timestamp or boolean type); lower, upper, trim, substring(x, start[, length]) and || "
-    "of text; EXTRACT(year, quarter, month, day, dow, isodow, doy, decade, "
-    "century, millennium, hour or minute FROM a date or timestamp column); "
-    "date_trunc('second' to 'year', a date or timestamp column); CAST(ts AS TIMESTAMP) "
-    "and CAST(ts AS DATE) of a timestamp with time zone; + - * /, floor, ceil, "
+    "timestamp or boolean type); lower, upper, trim, substring(x, start[, length]), "
+    "left(x, n), || and concat of text; EXTRACT(year, quarter, month, day, dow, isodow, "
+    "doy, decade, century, millennium, hour or minute FROM a date or timestamp column); "
+    "date_trunc('second' to 'year', a date or timestamp column); CAST(… AS DATE) and "
+    "CAST(… AS TIMESTAMP) of a date or timestamp column (of a timestamp with time zone: "
+    "its local time) or of date_trunc (to a date: of 'day' to 'year'); + - * /, floor, ceil, "
     "round(x[, d]) and abs over numeric columns with declared bounds; and CASE WHEN, "
-    "COALESCE, GREATEST and LEAST over these"
+    "COALESCE, GREATEST, LEAST and nullif over these"
 )
 
 
@@ -131,18 +142,36 @@ class DataKey:
 
 def data_key(target: exp.Expr, scope: Scope) -> DataKey:
     """The SQL and released type of a key without a public domain, or raise Rejected."""
-    built = _Keys(scope, target).key(target)
+    # nullif, left and concat as the forms below (rewriter.passes.row_functions).
+    value = row_functions(target, scope, "GROUP BY")
+    built = _Keys(scope, target).key(value)
     if built.constant or built.type is None:
         raise not_understood(target)
     if built.type == "VARCHAR":
         return DataKey(_bytewise(built.sql), "VARCHAR")
-    if built.type == "DOUBLE" and built.real and not numeric_value(target):
+    if built.type == "DOUBLE" and built.real and not numeric_value(value):
         # A floating-point column's value (numeric keys are canonical already); a decimal
         # one never meets it here (``_Keys.common``), so the cast cannot fail.
         return DataKey(canonical_double(exp.cast(built.sql, exp.DataType.Type.DOUBLE)), "DOUBLE")
     if not built.changed:
         return DataKey(None, built.type)
     return DataKey(built.sql, built.type)
+
+
+def casts_moment(node: exp.Expr) -> bool:
+    """Whether a key's value (not the conditions of a CASE) casts a column's value to a
+    date or a timestamp: ``check_predicate`` refuses some of these (a date of the year
+    300000 does not fit a timestamp), which ``data_key`` computes within the years 1 to
+    9999, where they cannot fail, or refuses."""
+    if isinstance(node, exp.Case):
+        return any(casts_moment(v) for v in case_values(node))
+    if (
+        isinstance(node, exp.Cast)
+        and node.to.this in _LOCAL_CASTS
+        and node.this.find(exp.Column) is not None
+    ):
+        return True
+    return any(casts_moment(child) for child in node.iter_expressions())
 
 
 def _bytewise(text: exp.Expr) -> exp.Expr:
@@ -276,6 +305,9 @@ class _Keys:
         local = self.local_cast(node)
         if local is not None:
             return local
+        moment = self.moment_cast(node)
+        if moment is not None:
+            return moment
         if target.expressions or not target.is_type(
             exp.DataType.Type.TEXT, exp.DataType.Type.VARCHAR
         ):
@@ -299,6 +331,43 @@ class _Keys:
             return None
         local = exp.cast(resolved.copy(), _SQL_TYPES[kind])
         return _Key(exp.cast(self.within_years(resolved, local), _SQL_TYPES[kind]), kind, True)
+
+    def moment_cast(self, node: exp.Cast) -> _Key | None:
+        """``CAST(x AS DATE)`` or ``CAST(x AS TIMESTAMP)`` of a date or timestamp key ``x``
+        (a column, date_trunc of one, or such a cast): the key ``x`` as released, cast (None
+        for any other cast). Each is one to one with a key already released: a date as a
+        timestamp is its midnight, a timestamp's date is its date_trunc('day', …), and
+        date_trunc(unit, …) to a date is its first day for a day or longer (shorter units
+        are refused: CAST(date_trunc('day', ts) AS DATE) is that key). The key is computed
+        within the years 1 to 9999, where the casts cannot fail, and a plain timestamp's
+        date is the same on both engines; PostgreSQL's date_trunc of a date, a timestamp
+        with time zone at the local midnight (``truncated``), has the same date and local
+        time."""
+        kind = _LOCAL_CASTS.get(node.to.this)
+        inner = node.this.unnest()
+        if kind is None or node.to.expressions:
+            return None
+        if isinstance(inner, (exp.TimestampTrunc, exp.DateTrunc)):
+            unit_node = inner.args.get("unit")
+            unit = TRUNC_UNITS.get(unit_node.name.upper()) if unit_node is not None else None
+            base = self.truncated(inner)
+            if kind == "DATE" and unit in _WITHIN_A_DAY:
+                raise Rejected(
+                    f"GROUP BY {self.original.sql(dialect='postgres')}: date_trunc is cast "
+                    "to a date in a key only for a unit of a day or longer",
+                    hint="group by the date itself: CAST(seen_at AS DATE)",
+                )
+        elif isinstance(inner, exp.Column) or (
+            isinstance(inner, exp.Cast) and inner.to.this in _LOCAL_CASTS
+        ):
+            base = self.key(inner)
+        else:
+            return None
+        if base.type not in ("DATE", "TIMESTAMP") or base.constant:
+            return None
+        if base.type == kind:
+            return base
+        return _Key(exp.cast(base.sql, _SQL_TYPES[kind]), kind, changed=True)
 
     def extract(self, node: exp.Extract) -> _Key:
         field = node.this.name.upper()
@@ -356,14 +425,20 @@ class _Keys:
 
     def date_column(self, node: exp.Expr) -> exp.Column:
         """The date or timestamp column of an EXTRACT or date_trunc (a timestamp with time
-        zone read as its local time, or cast to one: ``CAST(ts AS TIMESTAMP)``), resolved."""
+        zone read as its local time, or cast to one: ``CAST(ts AS TIMESTAMP)``), resolved.
+        A date or timestamp column cast to a timestamp, or a date column to a date, is the
+        column: date_trunc casts it to a timestamp anyway, and EXTRACT takes the fields of
+        a date from either (the time fields only of a timestamp column)."""
         inner = node.unnest()
-        if _timestamp_cast(inner):
+        if isinstance(inner, exp.Cast) and not inner.to.expressions:
             cast = inner.this.unnest()
             if isinstance(cast, exp.Column):
                 resolved = self.column(cast)
-                if self.scope.info(resolved).zoned:
+                info = self.scope.info(resolved)
+                if _timestamp_cast(inner) and (info.zoned or info.type in _RANGES):
                     return resolved  # cast by the key anyway (CAST(c AS TIMESTAMP))
+                if inner.to.is_type(exp.DataType.Type.DATE) and info.type is ColumnType.DATE:
+                    return resolved
         if isinstance(inner, exp.Column):
             resolved = self.column(inner)
             if self.scope.info(resolved).type in _RANGES:

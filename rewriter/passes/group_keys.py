@@ -27,11 +27,13 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from rewriter.catalog import ColumnType
 from rewriter.errors import Rejected
 from rewriter.passes.check_predicate import check_predicate
 from rewriter.passes.check_shape import QueryShape
-from rewriter.passes.data_keys import KEY_TYPES, data_key, one_key_per_instant
+from rewriter.passes.data_keys import KEY_TYPES, casts_moment, data_key, one_key_per_instant
 from rewriter.passes.numeric_keys import computes
+from rewriter.passes.row_functions import nullif_parts
 from rewriter.passes.zoned_keys import zoned_value
 from rewriter.scope import Scope
 
@@ -78,17 +80,20 @@ def _key(name: str, target: exp.Expr, scope: Scope, data_keys: bool) -> GroupKey
     try:
         resolved = check_predicate(target, scope, "GROUP BY")
     except Rejected:
-        if not computes(target):
+        arithmetic = computes(target)
+        if not (arithmetic or casts_moment(target)):
             raise
         # Arithmetic on a column, refused in predicates: a key from the data computes it on
-        # clamped values instead (rewriter.passes.numeric_keys). Such a key has no domain.
+        # clamped values instead (rewriter.passes.numeric_keys); a date cast to a timestamp
+        # within the years 1 to 9999 (rewriter.passes.data_keys). Such a key has no domain.
         if not data_keys:
-            raise _no_domain(
-                target, "a public domain (for ranges of a number: width_bucket(x, lo, hi, n))"
-            ) from None
+            what = "a public domain"
+            if arithmetic:
+                what += " (for ranges of a number: width_bucket(x, lo, hi, n))"
+            raise _no_domain(target, what) from None
         found = data_key(target, scope)
         if found.expression is None:
-            raise ValueError("a key with arithmetic is always rewritten") from None
+            raise ValueError("a key with arithmetic or a date cast is always rewritten") from None
         return GroupKey(name, found.expression, None, found.sql_type, written_form(target, scope))
     unwrapped = target.this if isinstance(target, exp.Paren) else target
     domain: tuple[DomainValue, ...] | None
@@ -169,6 +174,7 @@ def _dereference(item: exp.Expr, shape: QueryShape) -> exp.Expr:
 
 def _domain(key: exp.Expr, scope: Scope, original: exp.Expr) -> tuple[tuple[DomainValue, ...], str]:
     node = key.this if isinstance(key, exp.Paren) else key
+    node = _uncast(node, scope)
     if isinstance(node, exp.Column):
         column = scope.info(node)
         if column.policy.domain is not None:
@@ -178,6 +184,9 @@ def _domain(key: exp.Expr, scope: Scope, original: exp.Expr) -> tuple[tuple[Doma
         table = next(s.table.name for s in scope.sources if s.alias == node.table)
         where = f"[tables.{table}.columns.{column.name}]"
         raise _NoDomain(f"a public domain (domain = [...] in {where})")
+    parts = nullif_parts(node)
+    if parts is not None:
+        return _nullif_domain(*parts, scope, original)
     if isinstance(node, exp.Case):
         values: list[DomainValue] = []
         branches = [b.args["true"] for b in node.args.get("ifs", [])]
@@ -211,6 +220,52 @@ def _domain(key: exp.Expr, scope: Scope, original: exp.Expr) -> tuple[tuple[Doma
     raise _NoDomain("a public domain")
 
 
+#: A cast that leaves a column of this type as it is.
+_SAME_TYPE = {
+    ColumnType.DATE: exp.DataType.Type.DATE,
+    ColumnType.TIMESTAMP: exp.DataType.Type.TIMESTAMP,
+}
+
+
+def _uncast(node: exp.Expr, scope: Scope) -> exp.Expr:
+    """A date column cast to a date, or a timestamp column (without time zone) to a
+    timestamp, is the column, with its domain (BI tools cast a date column to a date);
+    ``node`` itself otherwise."""
+    if not isinstance(node, exp.Cast) or node.to.expressions:
+        return node
+    column = node.this.unnest()
+    if not isinstance(column, exp.Column):
+        return node
+    info = scope.info(column)
+    same = not info.zoned and _SAME_TYPE.get(info.type) == node.to.this
+    return column if same else node
+
+
+def _nullif_domain(
+    value: exp.Expr, other: exp.Expr, scope: Scope, original: exp.Expr
+) -> tuple[tuple[DomainValue, ...], str]:
+    """nullif(a, b) (``rewriter.passes.row_functions``): a's public values, and NULL; a
+    constant b is left out (its rows are NULL)."""
+    domain, sql_type = _domain(value, scope, original)
+    try:
+        removed: DomainValue = _literal(other, original)
+    except _NoDomain:
+        removed = None  # b is not a constant: every value of a may become NULL
+    # Left out only when = is exact on both engines: a text, or a whole number (a decimal
+    # such as 1.0000000000000000001 is 1.0 to a double, and not 1 to PostgreSQL's numeric:
+    # every value is kept then, a domain larger than the keys, never smaller).
+    exact = isinstance(removed, str) or (isinstance(removed, int) and not isinstance(removed, bool))
+    kept = [v for v in domain if not (exact and _same_value(v, removed))]
+    return tuple(dict.fromkeys([*kept, None])), sql_type
+
+
+def _same_value(a: DomainValue, b: DomainValue) -> bool:
+    """Whether SQL's ``=`` holds between two public values (a boolean is not a number)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    return isinstance(a, str) == isinstance(b, str) and a == b
+
+
 def _bucket_domain(node: exp.WidthBucket) -> tuple[tuple[DomainValue, ...], str]:
     buckets = node.args.get("num_buckets")
     if not (isinstance(buckets, exp.Literal) and buckets.is_int):
@@ -226,8 +281,7 @@ def _literal(node: exp.Expr, original: exp.Expr) -> DomainValue:
     if isinstance(node, exp.Literal):
         if node.is_string:
             return str(node.this)
-        number = float(node.this)
-        return int(number) if node.is_int else number
+        return int(node.this) if node.is_int else float(node.this)
     if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
         value = _literal(node.this, original)
         if isinstance(value, (int, float)) and not isinstance(value, bool):

@@ -7,8 +7,10 @@ in-process DuckDB that holds nothing but the released rows: post-processing of D
 is free, and arithmetic between aggregates, HAVING on noisy counts, ORDER BY and LIMIT keep
 their SQL meaning, with two deliberate differences: division is exact (``SUM(x) / COUNT(*)``
 is not truncated to an integer), and dividing by zero gives NULL instead of an error, since
-a zero can come from the noise. A cast to ``numeric`` reads the value's decimal digits, as
-PostgreSQL does (``post_numeric``).
+a zero can come from the noise (``mod`` and ``div`` alike). A cast to ``numeric`` reads
+the value's decimal digits, as PostgreSQL does (``post_numeric``); sqrt, power, ln and the
+other numeric functions are computed as PostgreSQL computes them, errors included
+(``post_functions``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Collection
 from sqlglot import exp
 
 from rewriter.passes.aggregates import PostQuery
+from rewriter.passes.post_functions import ColumnKinds, Kind, plain_div, post_functions
 from rewriter.passes.post_numeric import numeric_casts
 
 RELEASED = "released"
@@ -25,24 +28,46 @@ RELEASED = "released"
 
 def post_query(post: PostQuery, integers: Collection[str] = ()) -> str:
     """The post-processing SQL; ``integers``: the released columns holding integers (a
-    cast of one to numeric keeps no decimals: post_numeric)."""
+    cast of one to numeric keeps no decimals: post_numeric; the others hold doubles or
+    keys of other types: post_functions)."""
 
-    def written(node: exp.Expr) -> exp.Expr:
-        return numeric_casts(safe_division(node), integers)
+    def kinds(column: exp.Column) -> Kind:
+        if column.table:
+            return Kind.UNKNOWN
+        if column.name in integers:
+            return Kind.INTEGER
+        # An aggregate's released column is BIGINT (above) or DOUBLE (Plan.released_columns).
+        named = column.name
+        aggregate = named[:1] == "a" and named[1:].isdigit() and column.this.quoted
+        return Kind.DOUBLE if aggregate else Kind.UNKNOWN
 
-    select = [written(item) for item in post.select]
+    def written(node: exp.Expr, where: str) -> exp.Expr:
+        return post_written(node, integers, kinds, where)
+
+    select = [written(item, "the select list") for item in post.select]
     query = exp.select(*select).from_(exp.to_identifier(RELEASED, quoted=True), copy=False)
     if post.distinct:
         query = query.distinct(copy=False)
     if post.having is not None:
-        query = query.where(written(post.having), copy=False)
+        query = query.where(written(post.having, "HAVING"), copy=False)
     if post.order is not None:
-        query.set("order", numeric_casts(post.order.copy(), integers))
+        order = numeric_casts(plain_div(post.order.copy()), integers)
+        query.set("order", post_functions(order, kinds, "ORDER BY"))
     if post.limit is not None:
         query = query.limit(post.limit, copy=False)
     if post.offset is not None:
         query = query.offset(post.offset, copy=False)
     return query.sql(dialect="duckdb")
+
+
+def post_written(
+    node: exp.Expr, integers: Collection[str], kinds: ColumnKinds, where: str
+) -> exp.Expr:
+    """An expression of post-processing as DuckDB computes what PostgreSQL would (a copy):
+    exact division, numeric casts, functions (post_functions); Rejected for a function
+    PostgreSQL computes otherwise."""
+    divided = safe_division(plain_div(node.copy()))
+    return post_functions(numeric_casts(divided, integers), kinds, where)
 
 
 def safe_division(node: exp.Expr) -> exp.Expr:

@@ -30,8 +30,8 @@ from rewriter.catalog import Catalog
 from rewriter.errors import Rejected
 from rewriter.passes.aggregates import check_post_node, output_name
 from rewriter.passes.check_shape import check_alias, check_table, clause_hint, refuse_extra
-from rewriter.passes.post_numeric import numeric_casts
-from rewriter.passes.post_process import safe_division
+from rewriter.passes.post_functions import Kind, kind
+from rewriter.passes.post_process import post_written
 from rewriter.passes.post_windows import post_window, window_part
 
 SOURCE = "dpproxy_source"
@@ -219,8 +219,22 @@ def wrapped_post_sql(wrapped: Wrapped, inner_post_sql: str) -> str:
         ),
         copy=False,
     )
-    written = numeric_casts(safe_division(outer), ())
+    # The types of the subquery's columns, where its SQL shows them (a cast to numeric);
+    # post_functions checks the others on the values.
+    known = _column_kinds(parsed)
+    where = "a query around a DP subquery"
+    written = post_written(outer, (), lambda c: known.get(c.name.lower(), Kind.UNKNOWN), where)
     return f'WITH "{name}" AS ({inner_post_sql}) {written.sql(dialect="duckdb")}'
+
+
+def _column_kinds(select: exp.Select) -> dict[str, Kind]:
+    """The types of a post-processing query's columns that its SQL shows (post_functions'
+    kind), over released columns of types not known here."""
+    found: dict[str, Kind] = {}
+    for item in select.expressions:
+        if isinstance(item, exp.Alias):
+            found.setdefault(item.alias.lower(), kind(item.this, lambda _: Kind.UNKNOWN))
+    return found
 
 
 def _columns(select: exp.Select) -> list[str]:

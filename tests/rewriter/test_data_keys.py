@@ -383,6 +383,59 @@ FORMS: list[tuple[str, Key, str]] = [
         (f"EXTRACT({f} FROM visit_date)", lambda s, f=f: extracted(f, s.visit_date), "DOUBLE")
         for f in (*DATE_FIELDS, "decade", "century", "millennium")
     ],
+    # Casts to a date or a timestamp (BI tools: CAST(date_trunc('month', d) AS DATE)).
+    ("CAST(due_date AS DATE)", lambda s: a_day(s.due_date), "DATE"),
+    ("CAST(seen_at AS DATE)", lambda s: a_day(s.seen_at), "DATE"),
+    ("CAST(due_date AS TIMESTAMP)", lambda s: a_time(s.due_date), "TIMESTAMP"),
+    ("CAST(seen_at AS TIMESTAMP)", lambda s: a_time(s.seen_at), "TIMESTAMP"),
+    *[
+        (
+            f"date_trunc('{u}', due_date)::date",
+            lambda s, u=u: a_day(truncated(u, s.due_date)),
+            "DATE",
+        )
+        for u in ("day", "week", "month", "quarter", "year")
+    ],
+    (
+        "CAST(date_trunc('week', seen_at) AS DATE)",
+        lambda s: a_day(truncated("week", s.seen_at)),
+        "DATE",
+    ),
+    (
+        "CAST(date_trunc('month', visit_date) AS TIMESTAMP)",
+        lambda s: truncated("month", s.visit_date),
+        "TIMESTAMP",
+    ),
+    (
+        "CAST(date_trunc('minute', seen_at) AS TIMESTAMP)",
+        lambda s: truncated("minute", s.seen_at),
+        "TIMESTAMP",
+    ),
+    (
+        "CAST(date_trunc('MONTH', CAST(due_date AS DATE)) AS DATE)",
+        lambda s: a_day(truncated("month", s.due_date)),
+        "DATE",
+    ),
+    (
+        "date_trunc('quarter', CAST(due_date AS TIMESTAMP))",
+        lambda s: truncated("quarter", s.due_date),
+        "TIMESTAMP",
+    ),
+    (
+        "EXTRACT(hour FROM CAST(seen_at AS TIMESTAMP))",
+        lambda s: extracted("hour", s.seen_at),
+        "DOUBLE",
+    ),
+    (
+        "CAST(CAST(seen_at AS DATE) AS TIMESTAMP)",
+        lambda s: truncated("day", s.seen_at),
+        "TIMESTAMP",
+    ),
+    (
+        "coalesce(CAST(date_trunc('year', due_date) AS DATE), CAST('1900-01-01' AS DATE))",
+        lambda s: a_day(truncated("year", s.due_date)) or "1900-01-01",
+        "DATE",
+    ),
     *[
         (f"EXTRACT({f} FROM seen_at)", lambda s, f=f: extracted(f, s.seen_at), "DOUBLE")
         for f in ("hour", "minute")
@@ -477,6 +530,25 @@ YEAR_FIELDS = ("year", "decade", "century", "millennium")
 EVENT_FORMS: list[tuple[str, EventKey, str]] = [
     ("birth_date", lambda e: a_day(e.birth_date), "DATE"),
     ("logged_at", lambda e: a_time(e.logged_at), "TIMESTAMP"),
+    # The year 300000 is a date, and no timestamp: the cast would fail.
+    ("CAST(birth_date AS TIMESTAMP)", lambda e: a_time(e.birth_date), "TIMESTAMP"),
+    ("CAST(birth_date AS DATE)", lambda e: a_day(e.birth_date), "DATE"),
+    ("CAST(logged_at AS DATE)", lambda e: a_day(e.logged_at), "DATE"),
+    (
+        "CAST(date_trunc('month', birth_date) AS DATE)",
+        lambda e: a_day(truncated("month", e.birth_date)),
+        "DATE",
+    ),
+    (
+        "CAST(date_trunc('year', logged_at) AS DATE)",
+        lambda e: a_day(truncated("year", e.logged_at)),
+        "DATE",
+    ),
+    (
+        "date_trunc('week', CAST(birth_date AS TIMESTAMP))",
+        lambda e: truncated("week", e.birth_date),
+        "TIMESTAMP",
+    ),
     *[
         (f"EXTRACT({f} FROM birth_date)", lambda e, f=f: extracted(f, e.birth_date), "DOUBLE")
         for f in YEAR_FIELDS

@@ -113,6 +113,20 @@ def department(row: reference.Row) -> object:
     return row[2]
 
 
+def concat_kept(row: reference.Row) -> bool:
+    """concat(department, stay) <> 'B12' AND left(department, 1) IN ('A', 'B'): concat
+    skips a NULL stay (PostgreSQL's 'A', where || would give NULL and drop the row)."""
+    text = row[2] + ("" if row[4] is None else str(row[4]))
+    return text != "B12" and row[2][:1] in ("A", "B")
+
+
+def stay_nullif_2(row: reference.Row) -> reference.Row:
+    """The row with nullif(stay, 2) of stay clamped to [1, 10] (inside SUM, columns are
+    clamped first): visit 5's 2 is NULL, visit 2's 0 (clamped to 1) is not."""
+    stay = row[4]
+    return (*row[:4], None if stay is not None and min(max(stay, 1), 10) == 2 else stay)
+
+
 # The rows of the groups each patient keeps, its groups in key order (tests.rewriter.coupling):
 # patient 1 has 2 visits in A and 2 in B, so with 3 rows per patient B is dropped.
 BY_DEPARTMENT = reference.kept(SAMPLE_ROWS, department)
@@ -323,6 +337,12 @@ EXPECTED: dict[str, list[list[object]]] = {
                 1.0,
                 19,
             ),
+        ]
+    ],
+    "row_functions": [
+        [
+            reference.count_rows(SAMPLE_ROWS, concat_kept),
+            reference.sum_stay([stay_nullif_2(r) for r in SAMPLE_ROWS if concat_kept(r)]),
         ]
     ],
     "where_functions": [

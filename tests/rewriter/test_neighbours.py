@@ -60,6 +60,10 @@ QUERIES = [
     "(SELECT v.stay FROM visits v WHERE v.visit_id = rx.visit_id)",
     "SELECT COUNT(*) FROM visits v WHERE v.stay NOT IN (SELECT rx.dose FROM prescriptions rx "
     "WHERE rx.visit_id = v.visit_id)",
+    # nullif, left and concat (rewriter.passes.row_functions): nullif(x, c) has x's range.
+    "SELECT nullif(department, 'A'), COUNT(*), SUM(nullif(cost, 0)), AVG(nullif(stay, 2)) "
+    "FROM visits WHERE concat(department, stay) <> 'B1' AND left(department, 1) <> 'C' "
+    "GROUP BY 1",
 ]
 
 

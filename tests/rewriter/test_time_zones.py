@@ -101,6 +101,15 @@ GROUPED = (
     "SELECT CAST(ts AS DATE), COUNT(*) FROM events GROUP BY 1",
     "SELECT date_trunc('hour', CAST(ts AS TIMESTAMP)), COUNT(*) FROM events GROUP BY 1",
     "SELECT CAST(ts AS TIMESTAMP), COUNT(*) FROM events GROUP BY 1",
+    # Cast to a date or a local time, as PostgreSQL shows them (Santiago's days that
+    # begin at 01:00 included).
+    "SELECT CAST(date_trunc('month', ts) AS DATE) AS m, COUNT(*) FROM events GROUP BY 1",
+    "SELECT date_trunc('day', ts)::date, COUNT(*) FROM events GROUP BY 1",
+    "SELECT CAST(date_trunc('week', ts) AS DATE), COUNT(*) FROM events GROUP BY 1",
+    "SELECT CAST(date_trunc('day', ts) AS TIMESTAMP), COUNT(*) FROM events GROUP BY 1",
+    "SELECT CAST(CAST(ts AS DATE) AS TIMESTAMP), COUNT(*) FROM events GROUP BY 1",
+    "SELECT CAST(date_trunc('day', CAST(ts AS TIMESTAMP)) AS DATE), COUNT(*) FROM events "
+    "GROUP BY 1",
     "SELECT CASE WHEN ts < '2024-10-27 02:30' THEN 'before' ELSE 'after' END, COUNT(*) "
     "FROM events GROUP BY 1",
 )
