@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from proxy import parameters
+from proxy.copy_out import copy_messages
 from proxy.protocol import codec
 from proxy.protocol.messages import Bind, Close, Describe, Execute, Parse
 from proxy.protocol.values import (
@@ -205,6 +206,9 @@ class ExtendedQueries:
             types = codec.parameter_description(statement.parameter_types)
             return types + _row_description(columns, formats)
         if msg.kind == "P":
+            declared = None if msg.name in self.portals else session.cursor_columns(msg.name)
+            if declared is not None:  # a cursor's portal (DECLARE): its columns, in text
+                return _row_description(declared, column_formats((), len(declared)))
             portal = self._portal(msg.name)
             if portal.result is not None:
                 columns = portal.result.columns
@@ -254,6 +258,10 @@ class ExtendedQueries:
             if result.columns is None:
                 raise _cannot_run(msg.portal)
             return codec.command_complete(_with_count(result.tag, 0))
+        if result.copy is not None:  # COPY … TO STDOUT: all of it, whatever the row limit
+            portal.done = True
+            copied = copy_messages(result.copy)
+            return b"".join([*parts, copied, codec.command_complete(result.tag)])
         encode = _row_encoder(result.columns, portal.formats)
         resumed = portal.sent_rows > 0
         rows = result.rows[portal.sent_rows :]

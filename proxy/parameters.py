@@ -29,6 +29,8 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+from proxy.copy_statement import is_copy
+from proxy.cursor_statements import query_start
 from proxy.protocol import values
 from proxy.protocol.values import Value, ValueFormatError, decode_parameter
 from proxy.seam import QueryError
@@ -74,6 +76,9 @@ class ParsedStatement:
     sql: str
     tree: exp.Expr | None
     parameter_types: tuple[int, ...]
+    #: Of ``DECLARE … FOR query``: the text before the query, which ``tree`` is of (the
+    #: bound statement is this text, then the query bound as if it came alone); else "".
+    head: str = ""
 
 
 def prepare(sql: str, declared: Sequence[int]) -> ParsedStatement:
@@ -92,6 +97,12 @@ def prepare(sql: str, declared: Sequence[int]) -> ParsedStatement:
         raise QueryError(SYNTAX_ERROR, "cannot insert multiple commands into a prepared statement")
     if not scanned.placeholders:
         return ParsedStatement(sql, None, tuple(declared))
+    if is_copy(sql):  # as PostgreSQL's, a COPY takes no parameters (its Bind of any fails)
+        return ParsedStatement(sql, None, ())
+    declared_query = query_start(sql)  # DECLARE's query takes parameters as a query does
+    if declared_query is not None and scanned.placeholders[0].start >= declared_query:
+        query = prepare(sql[declared_query:], declared)
+        return ParsedStatement(sql, query.tree, query.parameter_types, sql[:declared_query])
     _refuse_in_session_statement(sql, scanned.placeholders[0])
     numbers = sorted(p.number for p in scanned.placeholders)
     count = max(numbers[-1], len(declared))
@@ -330,7 +341,7 @@ def substitute(statement: ParsedStatement, literals: Sequence[exp.Expr]) -> str:
             if number is None or number > len(literals):
                 raise QueryError(UNDEFINED_PARAMETER, f"there is no parameter ${node.this}")
             node.replace(literals[number - 1].copy())
-        return tree.sql(dialect=DIALECT)
+        return statement.head + tree.sql(dialect=DIALECT)
     except RecursionError:
         raise _too_deep() from None
 

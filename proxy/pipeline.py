@@ -461,6 +461,14 @@ class Pipeline:
         message = f"canceled due to {reason} before the charge"
         await self._refuse(attempt, Decision.ERROR, message, asker.budget)
 
+    async def audit_rejected(self, asker: Asker, sql: str, reason: str) -> None:
+        """Audit a statement the session refused before it reached the pipeline (a COPY
+        that dpproxy does not run: proxy.copy_statement) as the pipeline audits a query
+        the rewriter rejects: nothing charged. A state store that cannot record it:
+        ledger_failure."""
+        attempt = Attempt(analyst=asker.analyst, client_address=asker.address, sql=sql)
+        await self._refuse(attempt, Decision.REJECTED, reason, asker.budget)
+
     async def _refuse(
         self, attempt: Attempt, decision: Decision, reason: str, budget: AnalystBudget
     ) -> None:

@@ -43,12 +43,23 @@ class ColumnDescription:
 
 
 @dataclass(frozen=True)
+class CopyOut:
+    """What a ``COPY (query) TO STDOUT`` sends after its notices: CopyOutResponse (text
+    format, ``columns`` columns), one CopyData per line of ``lines`` (each ending with its
+    newline, the header line first if asked for), CopyDone (proxy.copy_out)."""
+
+    columns: int
+    lines: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class StatementResult:
     """The outcome of one statement that succeeded.
 
     ``columns`` is None for statements that return no rows (SET, BEGIN, ...): the server
     then sends only CommandComplete. ``rows`` hold text-format values (None is NULL).
-    ``empty`` marks an empty query string (EmptyQueryResponse). The ParameterStatus
+    ``empty`` marks an empty query string (EmptyQueryResponse); ``copy``, the data of a
+    COPY ... TO STDOUT (``columns`` is then None and ``rows`` empty). The ParameterStatus
     messages of reported values a statement changed are not part of it: the server sends
     them before ReadyForQuery from :meth:`Session.reported_parameters`.
     """
@@ -58,6 +69,7 @@ class StatementResult:
     rows: tuple[tuple[str | None, ...], ...] = ()
     notices: tuple[Notice, ...] = ()
     empty: bool = False
+    copy: CopyOut | None = None
 
 
 class QueryError(Exception):
@@ -146,6 +158,11 @@ class Session(Protocol):
     async def describe(self, sql: str) -> tuple[ColumnDescription, ...] | None:
         """The columns ``execute(sql)`` would return (None: no rows), without running the
         statement or charging anything. Raise QueryError if it would be refused."""
+        ...
+
+    def cursor_columns(self, name: str) -> tuple[ColumnDescription, ...] | None:
+        """The columns of the cursor ``name`` a DECLARE opened (None: no such cursor): a
+        portal of the extended protocol, as in PostgreSQL, which a Describe describes."""
         ...
 
     def cancel(self) -> None:

@@ -28,6 +28,7 @@ from collections.abc import Callable, Coroutine
 from functools import partial
 from typing import Any
 
+from proxy.copy_out import copy_messages
 from proxy.extended import ExtendedQueries
 from proxy.protocol import codec, delivery
 from proxy.protocol.codec import DEFAULT_MAX_MESSAGE_SIZE, ProtocolViolation
@@ -186,6 +187,8 @@ def encode_result(result: StatementResult) -> bytes:
     if result.empty:
         parts.append(codec.EMPTY_QUERY_RESPONSE)
         return b"".join(parts)
+    if result.copy is not None:  # COPY … TO STDOUT: CopyOutResponse, CopyData…, CopyDone
+        parts.append(copy_messages(result.copy))
     if result.columns is not None:
         parts.append(
             codec.row_description(

@@ -17,6 +17,10 @@ from accountant.zcdp import laplace_rho_nano
 from proxy.asker import Asker
 from proxy.backends import STATEMENT_TIMEOUT, CancelToken
 from proxy.client_values import clean_application_name
+from proxy.copy_out import copy_result, forced_columns
+from proxy.copy_statement import CopyTo, is_copy, read_copy
+from proxy.cursor_statements import Declare, Fetch, read_cursor_statement
+from proxy.cursors import Cursors
 from proxy.parameter_checks import check_name, checked_value, refusal
 from proxy.parameter_table import (
     DEFAULTS,
@@ -40,6 +44,7 @@ from proxy.responders import (
 )
 from proxy.seam import ColumnDescription, Notice, QueryError, StatementResult, TransactionStatus
 from proxy.set_statement import read_set
+from proxy.several_statements import Statement
 from proxy.sqlstate import (
     ACTIVE_SQL_TRANSACTION,
     CANT_CHANGE_RUNTIME_PARAM,
@@ -166,6 +171,7 @@ class AnalystSession:
         # What RESET, SET ... TO DEFAULT and DISCARD ALL go back to: the settings the
         # session started with, startup parameters included (as in PostgreSQL).
         self._defaults = self._settings()
+        self._cursors = Cursors()  # DECLARE's, with the rows of their answers
 
     @property
     def transaction_status(self) -> TransactionStatus:
@@ -230,6 +236,9 @@ class AnalystSession:
                 return None
             statement = self._recognize(sql)
             if statement is None:
+                if is_copy(sql):  # COPY … TO STDOUT returns no rows: NoData, as in PostgreSQL
+                    await self._read_copy(sql)
+                    return None
                 with self._statement() as token:
                     system = await self._system_answer(sql, token)
                     if system is not None:
@@ -251,6 +260,9 @@ class AnalystSession:
         except QueryError:
             self.abort_transaction()
             raise
+        if statement.kind is Kind.FETCH:  # (PostgreSQL: NoData for a cursor that is not)
+            fetch = read_cursor_statement(sql)
+            return self._cursors.columns(fetch.name) if isinstance(fetch, Fetch) else None
         if statement.kind is Kind.SHOW and statement.name == "all":
             return SHOW_ALL_COLUMNS
         if statement.kind is Kind.SHOW:
@@ -387,6 +399,8 @@ class AnalystSession:
             return StatementResult(tag="", empty=True)
         statement = self._recognize(sql)
         if statement is not None:
+            if statement.kind in _CURSOR_KINDS:
+                return await self._cursor_statement(sql)
             if statement.kind in _CONTROL_KINDS or statement.transaction:
                 return self._control(read_transaction_statement(sql))
             if statement.kind is Kind.SET:
@@ -394,6 +408,12 @@ class AnalystSession:
             if statement.kind is Kind.SHOW and statement.name == BUDGET_PARAMETER:
                 return await self._show_budget()
             return self._session_statement(statement)
+        if is_copy(sql):
+            return await self._copy(sql)
+        return await self._answer_query(sql)
+
+    async def _answer_query(self, sql: str) -> StatementResult:
+        """A query (not a session statement): a catalog answer, else the DP pipeline's."""
         self._query_begins()
         # One token for the whole statement: a cancel request or the statement_timeout
         # stops the catalog responder (classifying the statement, or running a catalog
@@ -413,6 +433,33 @@ class AnalystSession:
                 bias_check=self._bias_check,
                 time_zone=self._parameters["timezone"],
             )
+
+    async def _cursor_statement(self, sql: str) -> StatementResult:
+        """DECLARE, FETCH, MOVE and CLOSE (proxy.cursors)."""
+        statement = read_cursor_statement(sql)
+        if isinstance(statement, Declare):
+            return await self._declare(statement)
+        if isinstance(statement, Fetch):
+            return self._cursors.fetch(statement)  # (as PostgreSQL's, takes no snapshot)
+        self._query_begins()  # CLOSE takes one in PostgreSQL: SET TRANSACTION is late then
+        return self._cursors.close(statement.name)
+
+    async def _declare(self, declare: Declare) -> StatementResult:
+        """DECLARE: its query answered exactly as the same query sent alone (a catalog
+        answer, or planned, charged and audited by the pipeline), after every check that
+        could refuse the cursor; its rows are kept in the session. An error of the query
+        that says where it is (line, column) says it in the DECLARE's text."""
+        in_block = self._status is TransactionStatus.IN_TRANSACTION
+        self._cursors.check_declare(declare, in_block=in_block)
+        try:
+            answer = await self._answer_query(declare.query)
+        except QueryError as error:
+            raise Statement(declare.query, *declare.place).placed(error) from None
+        depth = len(self._savepoints) if in_block else None
+        return self._cursors.open(declare, answer, depth=depth)
+
+    def cursor_columns(self, name: str) -> tuple[ColumnDescription, ...] | None:
+        return self._cursors.columns(name)
 
     def _session_statement(self, statement: SessionStatement) -> StatementResult:
         if statement.kind in _CLEANUP_KINDS:
@@ -533,6 +580,7 @@ class AnalystSession:
             self._transactions_ended += 1
         self._status = TransactionStatus.IDLE
         self._savepoints.clear()
+        self._cursors.end_transaction(commit=commit)
         self._begun = self._kept = None
         self._block = None
         self._implicit = False
@@ -585,6 +633,7 @@ class AnalystSession:
                         ACTIVE_SQL_TRANSACTION, "DISCARD ALL cannot run inside a transaction block"
                     )
                 self._reset("all")
+                self._cursors.close_all()
                 return StatementResult(tag="DISCARD ALL")
             return StatementResult(tag=f"DISCARD {name.upper()}")
         what = "SAVEPOINT" if statement.kind is Kind.SAVEPOINT else statement.kind.value
@@ -601,8 +650,10 @@ class AnalystSession:
         position = len(names) - 1 - names[::-1].index(name)
         if statement.kind is Kind.RELEASE:
             del self._savepoints[position:]
+            self._cursors.release(position)
             return StatementResult(tag="RELEASE")
         del self._savepoints[position + 1 :]
+        self._cursors.rollback_to(position)
         self._status = TransactionStatus.IN_TRANSACTION
         savepoint = self._savepoints[position]
         self._kept = savepoint.kept
@@ -828,6 +879,35 @@ class AnalystSession:
             )
         return epsilon
 
+    async def _copy(self, sql: str) -> StatementResult:
+        """COPY (query) TO STDOUT: the query answered exactly as the same query sent alone
+        (a catalog answer, or planned, charged and audited by the pipeline, its NOTICE
+        too), then its rows as PostgreSQL's COPY writes them (proxy.copy_out). A COPY that
+        dpproxy does not run, or whose FORCE_QUOTE names no column of the query, is
+        refused and audited before the query runs: nothing is charged. An error of the
+        query that says where it is (line, column) says it in the COPY's text."""
+        copy = await self._read_copy(sql)
+        try:
+            if copy.format.force_quote:  # the query's columns, known before its charge
+                columns = await self.describe(copy.query) or ()
+                try:
+                    forced_columns(copy.format, [column.name for column in columns])
+                except QueryError as error:
+                    await self._pipeline.audit_rejected(self._asker, sql, error.message)
+                    raise
+            answer = await self._answer_query(copy.query)
+        except QueryError as error:
+            raise Statement(copy.query, *copy.place).placed(error) from None
+        return copy_result(answer, copy.format)
+
+    async def _read_copy(self, sql: str) -> CopyTo:
+        """The COPY ``sql`` is (proxy.copy_statement); one refused is audited as rejected."""
+        try:
+            return read_copy(sql)
+        except QueryError as error:
+            await self._pipeline.audit_rejected(self._asker, sql, error.message)
+            raise
+
 
 INVALID_SAVEPOINT_SPECIFICATION = "3B001"
 _DPPROXY_SETTINGS = frozenset(
@@ -838,6 +918,7 @@ _DPPROXY_SETTINGS = frozenset(
 _KNOWN_PARAMETERS = SINGLE_VALUED | _DPPROXY_SETTINGS
 #: Read again by proxy.transaction_block (with SET TRANSACTION).
 _CONTROL_KINDS = frozenset({Kind.BEGIN, Kind.COMMIT, Kind.ROLLBACK})
+_CURSOR_KINDS = frozenset({Kind.DECLARE, Kind.FETCH, Kind.MOVE, Kind.CLOSE})
 _CLEANUP_KINDS = frozenset(
     {Kind.SAVEPOINT, Kind.RELEASE, Kind.ROLLBACK_TO, Kind.DISCARD, Kind.DEALLOCATE}
 )

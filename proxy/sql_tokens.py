@@ -67,7 +67,10 @@ def lower_identifier(word: str) -> str:
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
-def sql_tokens(sql: str) -> list[Token]:
+def sql_tokens(sql: str, symbols: frozenset[str] = _SYMBOLS) -> list[Token]:
+    """The tokens of ``sql``; a character of the code that is no name or number is a
+    symbol if it is one of ``symbols`` (by default ``= , ( ) ; . + -``), else a syntax
+    error at or near it."""
     tokens: list[Token] = []
     append = tokens.append
     new = tuple.__new__  # makes a Token faster than its constructor
@@ -89,7 +92,7 @@ def sql_tokens(sql: str) -> list[Token]:
                     append(new(Token, ("word", word.translate(_ASCII_LOWER))))
                 elif number:
                     append(new(Token, ("number", number)))
-                elif other in _SYMBOLS:
+                elif other in symbols:
                     append(new(Token, ("symbol", other)))
                 else:
                     position = sql.index(other, start)

@@ -5,7 +5,8 @@ SET, SHOW, RESET, DISCARD and DEALLOCATE. They are recognised
 by a small hand-written scanner (no data-bearing SQL ever goes through here): anything
 else is a query for the rewriter. BEGIN, COMMIT, ROLLBACK, SET TRANSACTION and SET
 SESSION CHARACTERISTICS (the SET of "transaction") are read again, with their modes and
-AND CHAIN, by proxy.transaction_statements.
+AND CHAIN, by proxy.transaction_statements. DECLARE, FETCH, MOVE and CLOSE (cursors) are
+recognised by their first word alone, and read by proxy.cursor_statements.
 """
 
 from __future__ import annotations
@@ -48,6 +49,10 @@ class Kind(Enum):
     ROLLBACK_TO = "ROLLBACK TO"
     DISCARD = "DISCARD"
     DEALLOCATE = "DEALLOCATE"
+    DECLARE = "DECLARE"
+    FETCH = "FETCH"
+    MOVE = "MOVE"
+    CLOSE = "CLOSE"
 
 
 @dataclass(frozen=True)
@@ -107,6 +112,7 @@ _GAP = f"[{SQL_SPACE}]+"
 _BEGIN = {"begin", "start"}
 _COMMIT = {"commit", "end"}
 _ROLLBACK = {"rollback", "abort"}
+_CURSOR_WORDS = frozenset({"declare", "fetch", "move", "close"})
 
 
 #: What trailing semicolons may come with: removed with them, at once (not one by one).
@@ -179,6 +185,8 @@ def _recognize(sql: str) -> SessionStatement | None:
         return _parse_discard(text)
     if first == "deallocate":
         return _parse_deallocate(text)
+    if first in _CURSOR_WORDS:  # read by proxy.cursor_statements
+        return SessionStatement(Kind(first.upper()))
     if first == "set":
         return _parse_set(text)
     if first == "show":

@@ -448,6 +448,8 @@ CLOSE_COMPLETE = _msg(b"3", b"")
 NO_DATA = _msg(b"n", b"")
 EMPTY_QUERY_RESPONSE = _msg(b"I", b"")
 PORTAL_SUSPENDED = _msg(b"s", b"")
+COPY_DONE = _msg(b"c", b"")
+"""CopyDone: the end of a COPY ... TO STDOUT's data."""
 
 _READY = {status: _msg(b"Z", status) for status in (b"I", b"T", b"E")}
 
@@ -600,3 +602,19 @@ def portal_suspended() -> bytes:
 def parameter_description(type_oids: Sequence[int]) -> bytes:
     body = _INT16.pack(len(type_oids)) + b"".join(_UINT32.pack(o) for o in type_oids)
     return _msg(b"t", body)
+
+
+def copy_out_response(column_formats: Sequence[int], overall_format: int = 0) -> bytes:
+    """CopyOutResponse: COPY ... TO STDOUT's data follows, in ``overall_format`` (0 text,
+    1 binary), with the format code of each column (all 0 in text format)."""
+    body = struct.pack("!bh", overall_format, len(column_formats))
+    return _msg(b"H", body + b"".join(_INT16.pack(f) for f in column_formats))
+
+
+def copy_data(data: bytes) -> bytes:
+    """CopyData: a part of COPY's data (PostgreSQL sends one message per row)."""
+    return _msg(b"d", data)
+
+
+def copy_done() -> bytes:
+    return COPY_DONE
