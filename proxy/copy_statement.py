@@ -39,7 +39,7 @@ from proxy.catalog.keywords import KEYWORDS
 from proxy.copy_out import CopyFormat
 from proxy.seam import QueryError
 from proxy.sql_lexer import CODE, CODE_TOKEN, COMMENT, ERROR, SQL_SPACE, lex, lexer_error
-from proxy.sql_tokens import Token, lower_identifier, shown, sql_tokens, syntax_error
+from proxy.sql_tokens import Token, TokenReader, lower_identifier, shown, sql_tokens, syntax_error
 from proxy.sqlstate import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE
 from proxy.statements import strip_sql
 
@@ -614,50 +614,14 @@ def _invalid(message: str) -> QueryError:
     return QueryError(INVALID_PARAMETER_VALUE, message)
 
 
-class _Reader:
-    """Tokens read one by one; syntax errors say where, as PostgreSQL's do."""
+class _Reader(TokenReader):
+    """Also numbers and column names; a syntax error quotes a word as written."""
 
     def __init__(self, tokens: list[Token], words: list[str]) -> None:
-        self._tokens = tokens
-        self._position = 0
+        super().__init__(tokens)
         # The words of ``tokens`` as written, if they are all there (UESCAPE is not).
         counted = sum(token.kind == "word" for token in tokens)
         self._words = words if len(words) == counted else None
-
-    def peek(self) -> Token | None:
-        position = self._position
-        return self._tokens[position] if position < len(self._tokens) else None
-
-    def next(self) -> Token | None:
-        """The next token (None at the end); ``error(back=1)`` is then at it."""
-        token = self.peek()
-        self._position += 1
-        return token
-
-    def back(self) -> None:
-        self._position -= 1
-
-    def take(self, word: str) -> bool:
-        if self.peek() == Token("word", word):
-            self._position += 1
-            return True
-        return False
-
-    def take_symbol(self, symbol: str) -> bool:
-        if self.peek() == Token("symbol", symbol):
-            self._position += 1
-            return True
-        return False
-
-    def expect(self, word: str) -> None:
-        if not self.take(word):
-            raise self.error()
-
-    def string(self) -> str:
-        token = self.next()
-        if token is None or token.kind != "string":
-            raise self.error(back=1)
-        return token.text
 
     def next_number(self) -> str:
         token = self.next()
@@ -673,18 +637,7 @@ class _Reader:
             raise self.error(back=1)
         return token.text
 
-    def finish(self) -> None:
-        if self.peek() is not None:
-            raise self.error()
-
-    def error(self, back: int = 0) -> QueryError:
-        """A syntax error at the token ``back`` tokens before the next one (at the end of
-        the input if there is none)."""
-        position = self._position - back
-        if position >= len(self._tokens):
-            return syntax_error("syntax error at end of input")
-        token = self._tokens[position]
-        near = shown(token)
+    def near(self, token: Token, position: int) -> str:
         if token.kind == "word" and self._words is not None:
-            near = self._words[sum(t.kind == "word" for t in self._tokens[:position])]
-        return syntax_error(f'syntax error at or near "{near}"')
+            return self._words[sum(t.kind == "word" for t in self._tokens[:position])]
+        return shown(token)

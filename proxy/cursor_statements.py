@@ -28,7 +28,7 @@ from typing import TypeVar
 from proxy.catalog.keywords import KEYWORDS
 from proxy.seam import QueryError
 from proxy.sql_lexer import CODE, CODE_TOKEN, COMMENT, lex
-from proxy.sql_tokens import Token, shown, sql_tokens, syntax_error
+from proxy.sql_tokens import Token, TokenReader, sql_tokens, syntax_error
 
 INVALID_CURSOR_DEFINITION = "42P11"
 #: PostgreSQL's FETCH_ALL (LONG_MAX): the count of ALL, FORWARD ALL and BACKWARD ALL.
@@ -248,36 +248,8 @@ def _fetch(reader: _Reader, *, move: bool) -> Fetch:
     return Fetch(name, direction, count, move)
 
 
-class _Reader:
-    """Tokens read one by one; syntax errors say where, as PostgreSQL's do."""
-
-    def __init__(self, tokens: list[Token]) -> None:
-        self._tokens = tokens
-        self._position = 0
-
-    def remaining(self) -> int:
-        return len(self._tokens) - self._position
-
-    def peek(self, ahead: int = 0) -> Token | None:
-        position = self._position + ahead
-        return self._tokens[position] if 0 <= position < len(self._tokens) else None
-
-    def take(self, word: str) -> bool:
-        if self.peek() == Token("word", word):
-            self._position += 1
-            return True
-        return False
-
-    def expect(self, word: str) -> None:
-        if not self.take(word):
-            raise self.error()
-
-    def word(self) -> str:
-        token = self.peek()
-        if token is None or token.kind != "word":
-            raise self.error()
-        self._position += 1
-        return token.text
+class _Reader(TokenReader):
+    """Also cursor names and PostgreSQL's signed integer constants."""
 
     def is_name(self) -> bool:
         token = self.peek()
@@ -317,14 +289,3 @@ class _Reader:
             raise self.error()
         self._position += 1
         return sign * int(token.text)
-
-    def finish(self) -> None:
-        if self._position < len(self._tokens):
-            raise self.error()
-
-    def error(self, *, back: int = 0) -> QueryError:
-        """A syntax error at the token ``back`` before the next one (or at the end)."""
-        token = self.peek(-back)
-        if token is None:
-            return syntax_error("syntax error at end of input")
-        return syntax_error(f'syntax error at or near "{shown(token)}"')

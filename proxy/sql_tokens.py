@@ -180,3 +180,77 @@ def _value(insides: list[str], escapes: bool) -> str:
             CHARACTER_NOT_IN_REPERTOIRE, 'invalid byte sequence for encoding "UTF8": 0x00'
         )
     return value
+
+
+class TokenReader:
+    """Tokens read one by one; syntax errors say where, as PostgreSQL's do (the session
+    statements' readers: proxy.transaction_statements, proxy.cursor_statements,
+    proxy.copy_statement)."""
+
+    def __init__(self, tokens: list[Token]) -> None:
+        self._tokens = tokens
+        self._position = 0
+
+    def done(self) -> bool:
+        return self._position >= len(self._tokens)
+
+    def remaining(self) -> int:
+        return len(self._tokens) - self._position
+
+    def peek(self, ahead: int = 0) -> Token | None:
+        position = self._position + ahead
+        return self._tokens[position] if 0 <= position < len(self._tokens) else None
+
+    def next(self) -> Token | None:
+        """The next token (None at the end); ``error(back=1)`` is then at it."""
+        token = self.peek()
+        self._position += 1
+        return token
+
+    def back(self) -> None:
+        self._position -= 1
+
+    def take(self, word: str) -> bool:
+        if self.peek() == Token("word", word):
+            self._position += 1
+            return True
+        return False
+
+    def take_symbol(self, symbol: str) -> bool:
+        if self.peek() == Token("symbol", symbol):
+            self._position += 1
+            return True
+        return False
+
+    def expect(self, word: str) -> None:
+        if not self.take(word):
+            raise self.error()
+
+    def word(self) -> str:
+        return self._of_kind("word")
+
+    def string(self) -> str:
+        return self._of_kind("string")
+
+    def _of_kind(self, kind: str) -> str:
+        token = self.peek()
+        if token is None or token.kind != kind:
+            raise self.error()
+        self._position += 1
+        return token.text
+
+    def finish(self) -> None:
+        if not self.done():
+            raise self.error()
+
+    def error(self, *, back: int = 0) -> QueryError:
+        """A syntax error at the token ``back`` before the next one (or at the end)."""
+        position = self._position - back
+        token = self.peek(-back)
+        if token is None:
+            return syntax_error("syntax error at end of input")
+        return syntax_error(f'syntax error at or near "{self.near(token, position)}"')
+
+    def near(self, token: Token, position: int) -> str:
+        """How a syntax error quotes ``token`` (at ``position``)."""
+        return shown(token)

@@ -14,8 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from proxy.pg_values import on_off
-from proxy.seam import QueryError
-from proxy.sql_tokens import Token, sql_tokens, syntax_error
+from proxy.sql_tokens import Token, TokenReader, sql_tokens
 
 ISOLATION = "transaction_isolation"
 READ_ONLY = "transaction_read_only"
@@ -161,57 +160,8 @@ def _mode(reader: _Reader) -> Mode:
     raise reader.error(back=1)
 
 
-class _Reader:
-    """Tokens read one by one; syntax errors say where, as PostgreSQL's do."""
+class _Reader(TokenReader):
+    """A syntax error quotes a token by its text (a string constant without its quotes)."""
 
-    def __init__(self, tokens: list[Token]) -> None:
-        self._tokens = tokens
-        self._position = 0
-
-    def done(self) -> bool:
-        return self._position >= len(self._tokens)
-
-    def peek(self, ahead: int = 0) -> Token | None:
-        position = self._position + ahead
-        return self._tokens[position] if position < len(self._tokens) else None
-
-    def take(self, word: str) -> bool:
-        if self.peek() == Token("word", word):
-            self._position += 1
-            return True
-        return False
-
-    def take_symbol(self, symbol: str) -> bool:
-        if self.peek() == Token("symbol", symbol):
-            self._position += 1
-            return True
-        return False
-
-    def expect(self, word: str) -> None:
-        if not self.take(word):
-            raise self.error()
-
-    def word(self) -> str:
-        token = self.peek()
-        if token is None or token.kind != "word":
-            raise self.error()
-        self._position += 1
+    def near(self, token: Token, position: int) -> str:
         return token.text
-
-    def string(self) -> str:
-        token = self.peek()
-        if token is None or token.kind != "string":
-            raise self.error()
-        self._position += 1
-        return token.text
-
-    def finish(self) -> None:
-        if not self.done():
-            raise self.error()
-
-    def error(self, *, back: int = 0) -> QueryError:
-        """A syntax error at the token ``back`` before the next one (or at the end)."""
-        token = self.peek(-back)
-        if token is None:
-            return syntax_error("syntax error at end of input")
-        return syntax_error(f'syntax error at or near "{token.text}"')
