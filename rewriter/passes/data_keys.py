@@ -158,20 +158,27 @@ def data_key(target: exp.Expr, scope: Scope) -> DataKey:
     return DataKey(built.sql, built.type)
 
 
-def casts_moment(node: exp.Expr) -> bool:
-    """Whether a key's value (not the conditions of a CASE) casts a column's value to a
-    date or a timestamp: ``check_predicate`` refuses some of these (a date of the year
-    300000 does not fit a timestamp), which ``data_key`` computes within the years 1 to
-    9999, where they cannot fail, or refuses."""
+def casts_moment(node: exp.Expr, scope: Scope) -> bool:
+    """Whether a key's value (not the conditions of a CASE) casts a date or timestamp
+    column's value to a date or a timestamp: ``check_predicate`` refuses some of these (a
+    date of the year 300000 does not fit a timestamp), which ``data_key`` computes within
+    the years 1 to 9999, where they cannot fail, or refuses. (A cast of another column,
+    ``CAST(department AS DATE)``, keeps check_predicate's reason.)"""
     if isinstance(node, exp.Case):
-        return any(casts_moment(v) for v in case_values(node))
-    if (
-        isinstance(node, exp.Cast)
-        and node.to.this in _LOCAL_CASTS
-        and node.this.find(exp.Column) is not None
-    ):
-        return True
-    return any(casts_moment(child) for child in node.iter_expressions())
+        return any(casts_moment(v, scope) for v in case_values(node))
+    if isinstance(node, exp.Cast) and node.to.this in _LOCAL_CASTS:
+        columns = list(node.this.find_all(exp.Column))
+        if columns and all(_moment_column(c, scope) for c in columns):
+            return True
+    return any(casts_moment(child, scope) for child in node.iter_expressions())
+
+
+def _moment_column(column: exp.Column, scope: Scope) -> bool:
+    try:
+        _, info = scope.lookup(column, "GROUP BY")
+    except Rejected:
+        return False  # an unknown column: check_predicate's refusal says so
+    return info.type in _RANGES
 
 
 def _bytewise(text: exp.Expr) -> exp.Expr:

@@ -81,7 +81,7 @@ def _key(name: str, target: exp.Expr, scope: Scope, data_keys: bool) -> GroupKey
         resolved = check_predicate(target, scope, "GROUP BY")
     except Rejected:
         arithmetic = computes(target)
-        if not (arithmetic or casts_moment(target)):
+        if not (arithmetic or casts_moment(target, scope)):
             raise
         # Arithmetic on a column, refused in predicates: a key from the data computes it on
         # clamped values instead (rewriter.passes.numeric_keys); a date cast to a timestamp

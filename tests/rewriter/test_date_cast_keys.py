@@ -179,7 +179,7 @@ def test_where_the_clocks_skip_midnight_a_truncated_date_is_its_midnight(
         ("CAST(date_trunc('hour', ts) AS DATE)", "only for a unit of a day or longer"),
         ("CAST(date_trunc('minute', d) AS DATE)", "only for a unit of a day or longer"),
         ("CAST(date_trunc('decade', d) AS DATE)", "date_trunc needs a constant unit"),
-        ("CAST(person AS TIMESTAMP)", "identifies persons"),
+        ("CAST(person AS TIMESTAMP)", "could fail on some values"),
         ("CAST(ts AS TIMESTAMP(0))", "precision or length"),
         ("CAST(CAST(d AS TEXT) AS DATE)", "could fail on some values"),
         ("date_trunc('month', CAST(ts AS DATE))", "a date or timestamp column"),
@@ -207,6 +207,18 @@ def test_without_delta_a_cast_key_names_the_ways_out(key: str) -> None:
     message = caught.value.message + " " + (caught.value.hint or "")
     assert "has no public domain" in message and "SET dpproxy.delta" in message
     assert "width_bucket" not in caught.value.message  # the hint for numbers only
+
+
+@pytest.mark.parametrize("delta", [0.0, 1e-6])
+def test_a_cast_of_another_column_says_it_could_fail_with_or_without_delta(delta: float) -> None:
+    """Not "no public domain … SET dpproxy.delta", which would send the analyst to a δ
+    that cannot help: a text cast to a date can fail, with any δ."""
+    with pytest.raises(Rejected, match="could fail on some values"):
+        plan(
+            "SELECT COUNT(*) FROM calendar GROUP BY CAST(CAST(person AS TEXT) AS DATE)",
+            catalog("main"),
+            PlanRequest(1.0, delta=delta),
+        )
 
 
 def test_a_date_column_cast_to_a_date_keeps_its_domain() -> None:
