@@ -554,8 +554,9 @@ def _string(option: _Option) -> str:
     return ".".join(argument.items)  # NameListToString
 
 
-def _boolean(option: _Option) -> bool:
-    """PostgreSQL's defGetBoolean: none (true), 0, 1, true, false, on, off."""
+def _boolean(option: _Option, expected: str = "a Boolean value") -> bool:
+    """PostgreSQL's defGetBoolean: none (true), 0, 1, true, false, on, off; else a syntax
+    error saying the option requires ``expected``."""
     argument = option.argument
     if argument is None:
         return True
@@ -566,7 +567,7 @@ def _boolean(option: _Option) -> bool:
         value = _string(option).lower()
         if value in _BOOLEANS:
             return _BOOLEANS[value]
-    raise syntax_error(f"{option.name} requires a Boolean value")
+    raise syntax_error(f"{option.name} requires {expected}")
 
 
 _BOOLEANS = {"true": True, "false": False, "on": True, "off": False}
@@ -576,18 +577,11 @@ def _header(option: _Option) -> bool:
     """PostgreSQL 15's defGetCopyHeaderChoice, for a COPY TO: as a Boolean, and MATCH is
     refused."""
     argument = option.argument
-    if argument is None:
-        return True
-    if isinstance(argument, _Integer):
-        if argument.value in (0, 1):
-            return argument.value == 1
-    else:
+    if argument is not None and not isinstance(argument, _Integer):
         value = _string(option)
-        if value.lower() in _BOOLEANS:
-            return _BOOLEANS[value.lower()]
         if value.lower() == "match":
             raise _unsupported(f'cannot use "{value}" with HEADER in COPY TO')
-    raise syntax_error(f'{option.name} requires a Boolean value or "match"')
+    return _boolean(option, 'a Boolean value or "match"')
 
 
 def _encoding_key(name: str) -> str:
