@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 import sqlglot
-from sqlglot import TokenType, exp
+from sqlglot import Token, TokenType, exp
 from sqlglot.errors import ParseError, TokenError
 
 from rewriter.errors import Rejected
@@ -49,6 +49,7 @@ def parse_statement(sql: str) -> exp.Expr:
             hint="write it so: INTERVAL '1 day 2 hours 30 minutes'",
         )
     statement = statements[0]
+    _to_char_as_written(sql, statement)
     for node in statement.walk():
         node.comments = None  # the analyst's comments never reach the database
         meta = node._meta
@@ -70,6 +71,61 @@ def _cut_interval(sql: str) -> str | None:
         parts = exp.INTERVAL_STRING_RE.findall(text.text)
         if len(parts) == 1 and exp.INTERVAL_STRING_RE.fullmatch(text.text) is None:
             return text.text
+    return None
+
+
+def _to_char_as_written(sql: str, statement: exp.Expr) -> None:
+    """Each ``to_char(x, 'format')`` as PostgreSQL's call with its format as written (an
+    ``Anonymous`` to_char): sqlglot reads it as TimeToStr with a strftime format of its own
+    making, which loses what was written ('FMMonth' becomes 'F%month', and 'YYYY' and
+    '%Y' one tree). The format is read again from the tokens after the call's name, whose
+    position the parser recorded; a format sqlglot did not take from a string is kept."""
+    calls = list(statement.find_all(exp.TimeToStr))
+    if not calls:
+        return
+    tokens = sqlglot.tokenize(sql, read="postgres")  # read once already by the parse
+    at = {token.start: index for index, token in enumerate(tokens)}
+    for call in calls:
+        written = call.args.get("format")
+        if isinstance(written, exp.Literal) and written.is_string:
+            meta = call._meta or {}
+            start = meta.get("start")
+            index = at.get(start) if isinstance(start, int) else None
+            text = _format_argument(tokens, index) if index is not None else None
+            if text is None:
+                raise Rejected(
+                    "dpproxy could not read the format of to_char()",
+                    sqlstate="0A000",
+                    hint="write the format as a plain string: to_char(visit_date, 'YYYY-MM')",
+                )
+            written = exp.Literal.string(text)
+        arguments = [call.this] if written is None else [call.this, written]
+        call.replace(exp.Anonymous(this="to_char", expressions=arguments))
+
+
+def _format_argument(tokens: list[Token], index: int) -> str | None:
+    """The text of the string that is the second and last argument of the call whose name
+    is ``tokens[index]``, else None."""
+    if index + 1 >= len(tokens) or tokens[index + 1].token_type != TokenType.L_PAREN:
+        return None
+    depth = 0
+    for position in range(index + 1, len(tokens)):
+        kind = tokens[position].token_type
+        if kind in (TokenType.L_PAREN, TokenType.L_BRACKET):
+            depth += 1
+        elif kind in (TokenType.R_PAREN, TokenType.R_BRACKET):
+            depth -= 1
+            if depth == 0:
+                return None
+        elif kind == TokenType.COMMA and depth == 1:
+            following = tokens[position + 1 : position + 3]
+            if (
+                len(following) == 2
+                and following[0].token_type == TokenType.STRING
+                and following[1].token_type == TokenType.R_PAREN
+            ):
+                return following[0].text
+            return None
     return None
 
 

@@ -11,7 +11,6 @@ and intervals) is refused.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -32,123 +31,8 @@ from proxy.catalog.zoned_values import (
     zone_offset,
     zoned,
 )
+from rewriter.to_char_format import FormatRefused, Keyword, Piece, read_format
 
-#: PostgreSQL's keywords of a date format (formatting.c's DCH_keywords, case matters).
-_KEYWORDS = [
-    "A.D.",
-    "A.M.",
-    "AD",
-    "AM",
-    "B.C.",
-    "BC",
-    "CC",
-    "DAY",
-    "DDD",
-    "DD",
-    "DY",
-    "Day",
-    "Dy",
-    "D",
-    "FF1",
-    "FF2",
-    "FF3",
-    "FF4",
-    "FF5",
-    "FF6",
-    "FX",
-    "HH24",
-    "HH12",
-    "HH",
-    "IDDD",
-    "ID",
-    "IW",
-    "IYYY",
-    "IYY",
-    "IY",
-    "I",
-    "J",
-    "MI",
-    "MM",
-    "MONTH",
-    "MON",
-    "MS",
-    "Month",
-    "Mon",
-    "OF",
-    "P.M.",
-    "PM",
-    "Q",
-    "RM",
-    "SSSSS",
-    "SSSS",
-    "SS",
-    "TZH",
-    "TZM",
-    "TZ",
-    "US",
-    "WW",
-    "W",
-    "Y,YYY",
-    "YYYY",
-    "YYY",
-    "YY",
-    "Y",
-    "a.d.",
-    "a.m.",
-    "ad",
-    "am",
-    "b.c.",
-    "bc",
-    "cc",
-    "day",
-    "ddd",
-    "dd",
-    "dy",
-    "d",
-    "ff1",
-    "ff2",
-    "ff3",
-    "ff4",
-    "ff5",
-    "ff6",
-    "fx",
-    "hh24",
-    "hh12",
-    "hh",
-    "iddd",
-    "id",
-    "iw",
-    "iyyy",
-    "iyy",
-    "iy",
-    "i",
-    "j",
-    "mi",
-    "mm",
-    "month",
-    "mon",
-    "ms",
-    "of",
-    "p.m.",
-    "pm",
-    "q",
-    "rm",
-    "sssss",
-    "ssss",
-    "ss",
-    "tzh",
-    "tzm",
-    "tz",
-    "us",
-    "ww",
-    "w",
-    "y,yyy",
-    "yyyy",
-    "yyy",
-    "yy",
-    "y",
-]
-_BY_LENGTH = sorted(_KEYWORDS, key=len, reverse=True)
 _BC = marked("0A000", "dpproxy does not format years BC with to_char()", "Cast the value to text.")
 _UNFORMATTED = marked(
     "0A000",
@@ -158,58 +42,13 @@ _UNFORMATTED = marked(
 _ROMAN = "'I', 'II', 'III', 'IV', 'V', 'VI', 'VII', 'VIII', 'IX', 'X', 'XI', 'XII'"
 
 
-@dataclass(frozen=True)
-class _Keyword:
-    name: str
-    fill: bool  # FM: no padding
-    ordinal: str  # TH suffix: "", "TH" or "th"
-
-
-_Piece = str | _Keyword
-
-
-@functools.lru_cache(maxsize=256)
-def parse_format(text: str) -> tuple[_Piece, ...]:
-    """The pieces of a to_char format: keywords (with FM and TH) and literal text."""
-    pieces: list[_Piece] = []
-    position = 0
-    while position < len(text):
-        fill = False
-        if text.startswith(("FM", "fm"), position):
-            fill, position = True, position + 2
-        elif text.startswith(("TM", "tm"), position):
-            raise CatalogRefused(
-                "dpproxy does not format with to_char()'s TM (localized names)",
-                hint="leave TM out: dpproxy writes the English names",
-            )
-        keyword = next((k for k in _BY_LENGTH if text.startswith(k, position)), None)
-        if keyword is not None:
-            position += len(keyword)
-            ordinal = ""
-            if text.startswith(("TH", "th"), position):
-                ordinal, position = text[position : position + 2], position + 2
-            elif text.startswith("SP", position):
-                position += 2  # not implemented by PostgreSQL either: ignored
-            pieces.append(_Keyword(keyword, fill, ordinal))
-            continue
-        if position >= len(text):
-            break
-        if text[position] == '"':
-            position += 1
-            while position < len(text):
-                if text[position] == '"':
-                    position += 1
-                    break
-                if text[position] == "\\" and position + 1 < len(text):
-                    position += 1
-                pieces.append(text[position])
-                position += 1
-            continue
-        if text.startswith('\\"', position):
-            position += 1
-        pieces.append(text[position])
-        position += 1
-    return tuple(pieces)
+def parse_format(text: str) -> tuple[Piece, ...]:
+    """The pieces of a to_char format (rewriter.to_char_format), refused as the catalog
+    refuses."""
+    try:
+        return read_format(text)
+    except FormatRefused as refused:
+        raise CatalogRefused(refused.message, hint=refused.hint) from None
 
 
 @dataclass(frozen=True)
@@ -231,7 +70,7 @@ def _printf(pattern: str, *values: exp.Expression) -> exp.Expression:
     return exp.Anonymous(this="printf", expressions=[exp.Literal.string(pattern), *values])
 
 
-def _number(value: exp.Expression, width: int, keyword: _Keyword) -> exp.Expression:
+def _number(value: exp.Expression, width: int, keyword: Keyword) -> exp.Expression:
     padded = _printf(f"%0{width}d" if width and not keyword.fill else "%d", value)
     if not keyword.ordinal:
         return padded
@@ -251,7 +90,7 @@ def _cased(text: str, like: str) -> str:
     return text.upper() if like.isupper() else text.lower()
 
 
-def _name(value: exp.Expression, keyword: _Keyword, padded: int) -> exp.Expression:
+def _name(value: exp.Expression, keyword: Keyword, padded: int) -> exp.Expression:
     """A month's or day's name, cased as the keyword is (MONTH, Month, month), blank-padded
     to ``padded`` characters unless FM."""
     if keyword.name.isupper():
@@ -269,7 +108,7 @@ def _strftime(moment: _Moment, pattern: str) -> exp.Expression:
     return template("strftime(:l, :p)", l=moment.local.copy(), p=exp.Literal.string(pattern))
 
 
-def _keyword_sql(keyword: _Keyword, moment: _Moment) -> exp.Expression:
+def _keyword_sql(keyword: Keyword, moment: _Moment) -> exp.Expression:
     """The text of one keyword (formatting.c's DCH_to_char)."""
     name = keyword.name.upper()
     fraction = template("datepart('microseconds', :l) % 1000000", l=moment.local.copy())
@@ -357,7 +196,7 @@ def _keyword_sql(keyword: _Keyword, moment: _Moment) -> exp.Expression:
     return _zone_keyword(name, keyword, moment)
 
 
-def _zone_keyword(name: str, keyword: _Keyword, moment: _Moment) -> exp.Expression:
+def _zone_keyword(name: str, keyword: Keyword, moment: _Moment) -> exp.Expression:
     east = moment.east if moment.east is not None else exp.Literal.number(0)
     if name == "TZ":
         if moment.zone_abbreviation is None:
@@ -384,7 +223,7 @@ def _zone_keyword(name: str, keyword: _Keyword, moment: _Moment) -> exp.Expressi
     raise CatalogRefused(f'dpproxy does not format "{keyword.name}" with to_char()')
 
 
-def _formatted(pieces: tuple[_Piece, ...], moment: _Moment) -> exp.Expression:
+def _formatted(pieces: tuple[Piece, ...], moment: _Moment) -> exp.Expression:
     parts: list[exp.Expression] = []
     text = ""
     for piece in pieces:
@@ -441,7 +280,7 @@ def rewrite_to_char(node: exp.Expression, context: ZoneContext) -> exp.Expressio
     def of_moment(moment: exp.Expression) -> exp.Expression:
         if zone is None:
             raise CatalogRefused(context.zone.refusal("to_char()"))
-        wanted = any(isinstance(p, _Keyword) and p.name.upper() == "TZ" for p in pieces)
+        wanted = any(isinstance(p, Keyword) and p.name.upper() == "TZ" for p in pieces)
 
         def at_offset(east: exp.Expression) -> exp.Expression:
             named = abbreviation(context.zone, moment, east) if wanted else None

@@ -11,6 +11,8 @@ a row exists). Accepted, with the released type:
   start[, length])`` with constant start >= 1 and length >= 0, ``||`` of text, and a cast
   of an integer, text or boolean key to text: VARCHAR (``left`` and ``concat`` are these,
   and ``nullif`` a CASE, once ``rewriter.passes.row_functions`` has rewritten them);
+- ``to_char(c, 'format')`` of a date or timestamp column, its format's date and time
+  keywords computed from the column's fields (``rewriter.passes.to_char_keys``): VARCHAR;
 - ``EXTRACT(field FROM c)`` of a date or timestamp column, for the fields both engines
   compute alike (year, quarter, month, day, dow, isodow, doy, decade,
   century, millennium; hour and minute of a timestamp): DOUBLE;
@@ -90,6 +92,7 @@ from rewriter.passes.numeric_keys import (
     skipping_nulls,
 )
 from rewriter.passes.row_functions import row_functions
+from rewriter.passes.to_char_keys import to_char_key
 from rewriter.passes.value_types.moments import DATE_FIELDS, TIME_FIELDS, TRUNC_UNITS
 from rewriter.scope import Scope
 from rewriter.zones import ZONE, fixed_offset, is_local, resolved_local
@@ -125,7 +128,8 @@ ACCEPTED = (
     "timestamp or boolean type); lower, upper, trim, substring(x, start[, length]), "
     "left(x, n), || and concat of text; EXTRACT(year, quarter, month, day, dow, isodow, "
     "doy, decade, century, millennium, hour or minute FROM a date or timestamp column); "
-    "date_trunc('second' to 'year', a date or timestamp column); CAST(… AS DATE) and "
+    "date_trunc('second' to 'year', a date or timestamp column); to_char(a date or "
+    "timestamp column, a constant format); CAST(… AS DATE) and "
     "CAST(… AS TIMESTAMP) of a date or timestamp column (of a timestamp with time zone: "
     "its local time) or of date_trunc (to a date: of 'day' to 'year'); + - * /, floor, ceil, "
     "round(x[, d]) and abs over numeric columns with declared bounds; and CASE WHEN, "
@@ -171,6 +175,16 @@ def casts_moment(node: exp.Expr, scope: Scope) -> bool:
         if columns and all(_moment_column(c, scope) for c in columns):
             return True
     return any(casts_moment(child, scope) for child in node.iter_expressions())
+
+
+def formats_moment(node: exp.Expr) -> bool:
+    """Whether a key calls to_char, which ``check_predicate`` does not know and
+    ``data_key`` computes for a date or timestamp column (or refuses, saying why)."""
+    return any(_is_to_char(call) for call in node.find_all(exp.Anonymous))
+
+
+def _is_to_char(node: exp.Expr) -> bool:
+    return isinstance(node, exp.Anonymous) and node.name.lower() == "to_char"
 
 
 def _moment_column(column: exp.Column, scope: Scope) -> bool:
@@ -260,6 +274,8 @@ class _Keys:
             return self.extract(node)
         if isinstance(node, (exp.TimestampTrunc, exp.DateTrunc)):
             return self.truncated(node)
+        if isinstance(node, exp.Anonymous) and _is_to_char(node):
+            return self.to_char(node)
         if isinstance(node, exp.Case) and node.this is None:
             return self.case(node)
         if isinstance(node, (exp.Coalesce, exp.Greatest, exp.Least)):
@@ -395,6 +411,24 @@ class _Keys:
         extracted = exp.Extract(this=exp.var(field), expression=column.copy())
         guarded = self.within_years(column, extracted)
         return _Key(exp.cast(guarded, exp.DataType.Type.DOUBLE), "DOUBLE", changed=True)
+
+    def to_char(self, node: exp.Anonymous) -> _Key:
+        """``to_char(c, 'format')`` of a date or timestamp column (``to_char_keys``),
+        within the years 1 to 9999: VARCHAR."""
+        key = self.original.sql(dialect="postgres")
+        if len(node.expressions) != 2:
+            raise self.unknown(node)
+        value, text = node.expressions
+        if not (isinstance(text, exp.Literal) and text.is_string):
+            raise Rejected(
+                f"GROUP BY {key}: to_char in a key needs a constant format",
+                hint="write the format in the query: to_char(visit_date, 'YYYY-MM')",
+            )
+        column = self.date_column(value)
+        has_time = self.scope.info(column).type is ColumnType.TIMESTAMP
+        formatted = to_char_key(column, text.this, has_time=has_time, key=key)
+        guarded = self.within_years(column, formatted)
+        return _Key(exp.cast(guarded, exp.DataType.Type.VARCHAR), "VARCHAR", changed=True)
 
     def truncated(self, node: exp.Expr) -> _Key:
         unit_node = node.args.get("unit")

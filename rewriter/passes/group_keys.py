@@ -31,7 +31,13 @@ from rewriter.catalog import ColumnType
 from rewriter.errors import Rejected
 from rewriter.passes.check_predicate import check_predicate
 from rewriter.passes.check_shape import QueryShape
-from rewriter.passes.data_keys import KEY_TYPES, casts_moment, data_key, one_key_per_instant
+from rewriter.passes.data_keys import (
+    KEY_TYPES,
+    casts_moment,
+    data_key,
+    formats_moment,
+    one_key_per_instant,
+)
 from rewriter.passes.numeric_keys import computes
 from rewriter.passes.row_functions import nullif_parts
 from rewriter.passes.zoned_keys import zoned_value
@@ -81,11 +87,12 @@ def _key(name: str, target: exp.Expr, scope: Scope, data_keys: bool) -> GroupKey
         resolved = check_predicate(target, scope, "GROUP BY")
     except Rejected:
         arithmetic = computes(target)
-        if not (arithmetic or casts_moment(target, scope)):
+        if not (arithmetic or casts_moment(target, scope) or formats_moment(target)):
             raise
         # Arithmetic on a column, refused in predicates: a key from the data computes it on
         # clamped values instead (rewriter.passes.numeric_keys); a date cast to a timestamp
-        # within the years 1 to 9999 (rewriter.passes.data_keys). Such a key has no domain.
+        # or formatted by to_char within the years 1 to 9999 (rewriter.passes.data_keys).
+        # Such a key has no domain.
         if not data_keys:
             what = "a public domain"
             if arithmetic:

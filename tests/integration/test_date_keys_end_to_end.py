@@ -74,3 +74,26 @@ def test_psql_shows_the_dates(server: RunningServer) -> None:
     lines = [line.strip() for line in shown.stdout.splitlines() if line.strip()]
     assert lines[0].replace(" ", "") == "visit_date|count"
     assert any(line.startswith("2022-01-01 |") for line in lines), shown.stdout
+
+
+TEXT_OID = 25
+
+
+def test_to_char_keys_are_postgresql_s_text(server: RunningServer, demo_dir: Path) -> None:
+    """``to_char(visit_date, 'YYYY')`` as a report's key: text, named to_char, one group per
+    year present (about 700 patients a year pass the threshold); month names as
+    PostgreSQL writes them."""
+    with psycopg.connect(server.dsn("alice"), autocommit=True) as alice:
+        by_year = alice.execute(
+            "SELECT to_char(visit_date, 'YYYY'), COUNT(*) AS n FROM visits "
+            "GROUP BY to_char(visit_date, 'YYYY') ORDER BY to_char(visit_date, 'YYYY')"
+        )
+        years = by_year.fetchall()
+        year_columns = by_year.description or []
+        by_name = alice.execute(
+            "SELECT to_char(visit_date, 'FMMonth') AS month, COUNT(*) FROM visits GROUP BY 1"
+        )
+        names = {row[0] for row in by_name.fetchall()}
+    assert [(c.name, c.type_code) for c in year_columns] == [("to_char", TEXT_OID), ("n", 20)]
+    assert [r[0] for r in years] == [str(y) for y in sorted(_years(demo_dir))]
+    assert names == {dt.date(2024, m, 1).strftime("%B") for m in range(1, 13)}

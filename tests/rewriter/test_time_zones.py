@@ -112,6 +112,9 @@ GROUPED = (
     "GROUP BY 1",
     "SELECT CASE WHEN ts < '2024-10-27 02:30' THEN 'before' ELSE 'after' END, COUNT(*) "
     "FROM events GROUP BY 1",
+    # to_char formats the local time (the hour the clocks repeat is one text).
+    "SELECT to_char(ts, 'YYYY-MM-DD HH24:MI') AS t, COUNT(*) FROM events GROUP BY 1",
+    "SELECT to_char(ts, 'FMDay HH12 AM IYYY-IW') AS t, COUNT(*) FROM events GROUP BY 1",
 )
 AGGREGATES = (
     "SELECT SUM(EXTRACT(hour FROM ts)) FROM events",
