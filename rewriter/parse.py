@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import logging
+import re
 
 import sqlglot
 from sqlglot import Token, TokenType, exp
 from sqlglot.errors import ParseError, TokenError
 
 from rewriter.errors import Rejected
+from rewriter.output_names import CALL_NAME
 
 MAX_SQL_LENGTH = 100_000
 
@@ -54,6 +56,7 @@ def parse_statement(sql: str) -> exp.Expr:
         node.comments = None  # the analyst's comments never reach the database
         meta = node._meta
         if meta is not None:
+            _record_name(sql, node, meta)
             _drop_positions(node, meta)
     return statement
 
@@ -151,6 +154,28 @@ def _syntax_message(error: ParseError | TokenError) -> str:
     if description and "<" not in description and "Invalid expression" not in description:
         message += f": {description[0].lower()}{description[1:]}"
     return message
+
+
+_NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_$]*|"(?:[^"]|"")+"')
+
+
+def _record_name(sql: str, node: exp.Expr, meta: dict[str, object]) -> None:
+    """A call's function name as written (``substr``, ``var_samp``, ``pow``: sqlglot reads
+    them as ``Substring``, ``Variance``, ``Pow``), in the node's meta under
+    ``output_names.CALL_NAME``, folded to lower case unless quoted: PostgreSQL names an output
+    column after it (``rewriter.output_names``), and messages say it. The parser records
+    the position of a call's name token; a node of other syntax has none, or no ``(``
+    after it."""
+    if isinstance(node, (exp.Column, exp.Identifier, exp.Literal, exp.Table, exp.Alias)):
+        return
+    start, end = meta.get("start"), meta.get("end")
+    if not (isinstance(start, int) and isinstance(end, int)):
+        return
+    text = sql[start : end + 1]
+    if _NAME.fullmatch(text) is None or not sql[end + 1 :].lstrip().startswith("("):
+        return
+    quoted = text.startswith('"')
+    meta[CALL_NAME] = text[1:-1].replace('""', '"') if quoted else text.lower()
 
 
 #: The token positions sqlglot's parser records in a node's meta: unused by the rewriter

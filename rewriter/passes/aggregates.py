@@ -16,6 +16,7 @@ from sqlglot import exp
 from rewriter.catalog import ColumnInfo, ColumnType
 from rewriter.errors import Rejected
 from rewriter.intervals import Interval, interval_of
+from rewriter.output_names import function_name, output_name
 from rewriter.passes.check_joins import unwrap
 from rewriter.passes.check_predicate import allowed_node, check_predicate, written_name
 from rewriter.passes.check_shape import QueryShape
@@ -246,25 +247,6 @@ def names_output(target: exp.Expr, select: tuple[exp.Expr, ...]) -> bool:
     )
 
 
-def output_name(item: exp.Expr) -> str:
-    """The column name PostgreSQL gives a select item."""
-    if isinstance(item, exp.Alias):
-        return item.alias
-    if isinstance(item, exp.Column):
-        return item.name
-    if isinstance(item, (exp.Filter, exp.WithinGroup, exp.Window)):
-        return output_name(item.this)
-    if isinstance(item, exp.Cast):
-        return output_name(item.this)
-    if isinstance(item, exp.Anonymous):
-        return str(item.this).lower()
-    if isinstance(item, exp.VariancePop):
-        return "var_pop"
-    if isinstance(item, exp.Func):
-        return item.sql_name().lower()
-    return "?column?"
-
-
 def _sql(node: exp.Expr | None) -> str:
     return "" if node is None else node.sql()
 
@@ -324,13 +306,21 @@ def _aggregate(node: exp.Expr, shape: QueryShape, index: int) -> AggregateSpec:
         return AggregateSpec(name, label, which, resolved, condition, bounds)
     for kind, word in _UNSUPPORTED.items():
         if isinstance(node, kind):
-            hint = (
-                "dpproxy releases COUNT, COUNT(DISTINCT <privacy unit>), SUM, AVG, VAR_POP, "
-                "VAR_SAMP/VARIANCE, STDDEV_POP, STDDEV_SAMP/STDDEV, MEDIAN, PERCENTILE_CONT and "
-                "QUANTILE_CONT for now"
-            )
-            raise Rejected(f"the aggregate {word} is not supported yet", hint=hint)
-    raise Rejected(f"the aggregate {node.sql(dialect='postgres')} is not supported yet")
+            raise Rejected(f"the aggregate {word} is not supported yet", hint=_AGGREGATES_HINT)
+    called = function_name(node) if isinstance(node, exp.Func) else None
+    raise Rejected(
+        f"the aggregate {called}() is not supported yet"
+        if called
+        else f"the aggregate {node.sql(dialect='postgres')} is not supported yet",
+        hint=_AGGREGATES_HINT,
+    )
+
+
+_AGGREGATES_HINT = (
+    "dpproxy releases COUNT, COUNT(DISTINCT <privacy unit>), SUM, AVG, VAR_POP, "
+    "VAR_SAMP/VARIANCE, STDDEV_POP, STDDEV_SAMP/STDDEV, MEDIAN, PERCENTILE_CONT and "
+    "QUANTILE_CONT for now"
+)
 
 
 def _count_distinct(
@@ -441,9 +431,9 @@ def check_post_node(node: exp.Expr, where: str) -> None:
         return
     if not allowed_post_node(node):
         if isinstance(node, exp.Func):
-            name = str(node.this) if isinstance(node, exp.Anonymous) else node.sql_name()
             raise Rejected(
-                f"function {name.lower()}() is not allowed in {where}", hint=POST_FUNCTIONS_HINT
+                f"function {function_name(node)}() is not allowed in {where}",
+                hint=POST_FUNCTIONS_HINT,
             )
         raise Rejected(f"{written_name(node)} is not allowed in {where}")
 

@@ -17,6 +17,7 @@ from sqlglot import exp
 
 from rewriter.catalog import ColumnType
 from rewriter.errors import Rejected
+from rewriter.output_names import function_name
 from rewriter.passes.check_types import VALUE_CONTEXTS, check_types, value_kind
 from rewriter.passes.row_functions import is_row_function, restored, row_functions
 from rewriter.passes.value_types.kinds import NULL, NUMBER
@@ -515,9 +516,8 @@ def _check_node(node: exp.Expr, where: str, *, nested: bool = False) -> None:
         )
     if isinstance(node, exp.Func):
         written = _WRITTEN.get(type(node))
-        name = node.sql_name() if not isinstance(node, exp.Anonymous) else str(node.this)
         raise Rejected(
-            f"{written or f'function {name.lower()}()'} is not allowed in {where}",
+            f"{written or f'function {function_name(node)}()'} is not allowed in {where}",
             hint=f"allowed functions: {ALLOWED_FUNCTIONS}",
         )
     if isinstance(node, exp.DataTypeParam):

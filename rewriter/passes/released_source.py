@@ -28,7 +28,8 @@ from sqlglot import exp
 
 from rewriter.catalog import Catalog
 from rewriter.errors import Rejected
-from rewriter.passes.aggregates import check_post_node, output_name
+from rewriter.output_names import output_name
+from rewriter.passes.aggregates import check_post_node
 from rewriter.passes.check_shape import check_alias, check_table, clause_hint, refuse_extra
 from rewriter.passes.post_functions import Kind, kind
 from rewriter.passes.post_process import post_written

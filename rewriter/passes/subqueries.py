@@ -34,7 +34,7 @@ from sqlglot import exp
 from rewriter.catalog import Catalog, ColumnInfo, ColumnType, TableInfo
 from rewriter.errors import Rejected
 from rewriter.intervals import Interval, interval_of
-from rewriter.passes.aggregates import output_name
+from rewriter.output_names import output_name
 from rewriter.passes.bound_per_unit import clean
 from rewriter.passes.check_joins import check_joins
 from rewriter.passes.check_predicate import check_predicate

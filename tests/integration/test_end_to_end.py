@@ -182,6 +182,19 @@ def test_group_by_public_domain_with_post_processing(server: RunningServer) -> N
         )
         assert [c.name for c in (cur.description or [])] == ["d", "n", "people", "mean"]
         rows = cur.fetchall()
+        # Names as PostgreSQL gives them: unquoted aliases folded to lower case, calls
+        # named as written (pandas' df["total"] finds its column).
+        named = conn.execute(
+            'SELECT COUNT(*) AS Total, department AS Dept, COUNT(*) AS "Kept", '
+            "var_samp(cost), (AVG(cost))::numeric(10, 2) FROM visits GROUP BY department"
+        )
+        assert [c.name for c in (named.description or [])] == [
+            "total",
+            "dept",
+            "Kept",
+            "var_samp",
+            "avg",
+        ]
         assert [r[0] for r in rows] == [
             "Cardiology",
             "Emergency",
