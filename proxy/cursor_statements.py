@@ -21,7 +21,7 @@ proxy.cursors'.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import TypeVar
 
@@ -66,6 +66,8 @@ class Declare:
     scroll: bool | None  # SCROLL: True, NO SCROLL: False, neither: None
     hold: bool  # WITH HOLD
     binary: bool
+    #: The whole statement's text, as read (pg_cursors shows it).
+    text: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True)
@@ -169,7 +171,7 @@ def _declare(reader: _Reader, sql: str, start: int | None) -> Declare:
         raise syntax_error("syntax error at end of input")
     query = sql[start:]
     _check_query_start(query)
-    return Declare(name, query, start, _place(sql[:start]), scroll, hold, binary)
+    return Declare(name, query, start, _place(sql[:start]), scroll, hold, binary, sql)
 
 
 def _place(head: str) -> tuple[int, int]:

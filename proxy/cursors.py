@@ -25,12 +25,19 @@ undone by a rollback, nor is a CLOSE.
 
 A session holds at most MAX_CURSORS cursors: their rows are answers already in memory,
 and a client must not grow that without bound.
+
+The cursors open are the rows of the session's pg_cursors (``listed``, read by the
+catalog: proxy.catalog.open_cursors), as PostgreSQL lists its portals made by DECLARE:
+their name, the DECLARE's text, WITH HOLD, BINARY (never), SCROLL as the cursor moves, and
+when the DECLARE began.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
+from proxy.catalog.session_values import NO_CURSORS, OpenCursor, SessionCursors
 from proxy.cursor_statements import FETCH_ALL, Declare, Direction, Fetch
 from proxy.seam import ColumnDescription, QueryError, StatementResult
 from proxy.sqlstate import (
@@ -58,6 +65,8 @@ class Cursor:
     #: ROLLBACK TO ends it); None once it outlives its transaction (WITH HOLD).
     depth: int | None
     hold: bool
+    #: Its row of pg_cursors (the DECLARE's text, when it began ...).
+    listed: OpenCursor
     at_start: bool = True
     at_end: bool = False
     position: int = 0  # PostgreSQL's portalPos
@@ -72,6 +81,15 @@ class Cursors:
 
     def __init__(self) -> None:
         self._open: dict[str, Cursor] = {}
+        self._listed: SessionCursors | None = NO_CURSORS  # None: to be made again
+
+    def listed(self) -> SessionCursors:
+        """The cursors open, in the order they were declared: the rows of the session's
+        pg_cursors. The same object until a cursor opens or ends (its key is computed
+        once per change)."""
+        if self._listed is None:
+            self._listed = SessionCursors(tuple(c.listed for c in self._open.values()))
+        return self._listed
 
     def columns(self, name: str) -> tuple[ColumnDescription, ...] | None:
         """The columns of the cursor ``name`` (None: there is none), for a Describe of
@@ -105,19 +123,36 @@ class Cursors:
             )
 
     def open(
-        self, declare: Declare, answer: StatementResult, *, depth: int | None
+        self,
+        declare: Declare,
+        answer: StatementResult,
+        *,
+        depth: int | None,
+        begun: datetime | None = None,
     ) -> StatementResult:
         """Open the cursor of ``declare`` (checked by ``check_declare``) on ``answer``,
         its query's answer; ``depth``: the savepoints open (None outside a block, where
-        only a WITH HOLD cursor may be declared, held at once)."""
+        only a WITH HOLD cursor may be declared, held at once). pg_cursors shows it with
+        the DECLARE's text and when it began (``begun``, with its time zone: else now)."""
+        scroll = bool(declare.scroll)
+        listed = OpenCursor(
+            name=declare.name,
+            statement=declare.text,
+            is_holdable=declare.hold,
+            is_binary=declare.binary,
+            is_scrollable=scroll,
+            creation_time=datetime.now(UTC) if begun is None else begun,
+        )
         self._open[declare.name] = Cursor(
             declare.name,
             answer.columns or (),
             answer.rows,
-            scroll=bool(declare.scroll),
+            scroll=scroll,
             depth=depth,
             hold=declare.hold,
+            listed=listed,
         )
+        self._listed = None
         return StatementResult(tag="DECLARE CURSOR", notices=answer.notices)
 
     def fetch(self, fetch: Fetch) -> StatementResult:
@@ -141,10 +176,10 @@ class Cursors:
     def close(self, name: str | None) -> StatementResult:
         """CLOSE name, or CLOSE ALL (``name`` None)."""
         if name is None:
-            self._open.clear()
+            self.close_all()
             return StatementResult(tag="CLOSE CURSOR ALL")
         self._cursor(name)
-        del self._open[name]
+        self._end(name)
         return StatementResult(tag="CLOSE CURSOR")
 
     def end_transaction(self, *, commit: bool) -> None:
@@ -156,14 +191,14 @@ class Cursors:
             if commit and cursor.hold:
                 cursor.depth = None
             else:
-                del self._open[name]
+                self._end(name)
 
     def rollback_to(self, savepoints: int) -> None:
         """ROLLBACK TO the savepoint that ``savepoints`` were open before: the cursors
         declared after it end."""
         for name, cursor in list(self._open.items()):
             if cursor.depth is not None and cursor.depth >= savepoints + 1:
-                del self._open[name]
+                self._end(name)
 
     def release(self, savepoints: int) -> None:
         """RELEASE of the savepoint that ``savepoints`` were open before: the cursors
@@ -173,8 +208,13 @@ class Cursors:
                 cursor.depth = savepoints
 
     def close_all(self) -> None:
-        """DISCARD ALL."""
+        """CLOSE ALL, DISCARD ALL."""
         self._open.clear()
+        self._listed = NO_CURSORS
+
+    def _end(self, name: str) -> None:
+        del self._open[name]
+        self._listed = None
 
     def _cursor(self, name: str) -> Cursor:
         found = self._open.get(name)

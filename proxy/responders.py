@@ -14,6 +14,7 @@ from typing import Protocol
 
 from proxy.asker import Asker
 from proxy.backends import USER_REQUEST, CancelToken
+from proxy.catalog.session_values import NO_CURSORS, SessionCursors
 from proxy.ledger import AsyncLedger
 from proxy.seam import ColumnDescription, QueryError, StatementResult
 from proxy.sqlstate import QUERY_CANCELED
@@ -37,6 +38,9 @@ class SessionContext:
     #: pg_settings.parameters_key(parameters), which the session computes once per change
     #: of its parameters; "" if not given (the responder computes it).
     parameters_key: str = ""
+    #: The cursors open in this session (the rows of its pg_cursors), made again only
+    #: when they change.
+    cursors: SessionCursors = NO_CURSORS
 
 
 class Responder(Protocol):

@@ -7,6 +7,7 @@ import contextlib
 import dataclasses
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from decimal import Decimal
 from types import MappingProxyType
 from typing import NamedTuple
@@ -307,6 +308,7 @@ class AnalystSession:
             ledger=self._pipeline.ledger,
             cancel=token,
             parameters_key=snapshot.key,
+            cursors=self._cursors.listed(),  # (pg_cursors: this session's alone)
         )
         try:
             for responder in self._responders:
@@ -447,8 +449,10 @@ class AnalystSession:
     async def _declare(self, declare: Declare) -> StatementResult:
         """DECLARE: its query answered exactly as the same query sent alone (a catalog
         answer, or planned, charged and audited by the pipeline), after every check that
-        could refuse the cursor; its rows are kept in the session. An error of the query
-        that says where it is (line, column) says it in the DECLARE's text."""
+        could refuse the cursor; its rows are kept in the session, and pg_cursors lists
+        it (created when the DECLARE began). An error of the query that says where it is
+        (line, column) says it in the DECLARE's text."""
+        begun = datetime.now(UTC)  # PostgreSQL's creation_time: the statement's start
         in_block = self._status is TransactionStatus.IN_TRANSACTION
         self._cursors.check_declare(declare, in_block=in_block)
         try:
@@ -456,7 +460,7 @@ class AnalystSession:
         except QueryError as error:
             raise Statement(declare.query, *declare.place).placed(error) from None
         depth = len(self._savepoints) if in_block else None
-        return self._cursors.open(declare, answer, depth=depth)
+        return self._cursors.open(declare, answer, depth=depth, begun=begun)
 
     def cursor_columns(self, name: str) -> tuple[ColumnDescription, ...] | None:
         return self._cursors.columns(name)

@@ -14,8 +14,9 @@ from proxy.catalog.contents import Declared, Row, catalog_rows, session_relation
 from proxy.catalog.functions import macro_statements
 from proxy.catalog.keywords import KEYWORDS
 from proxy.catalog.messages import Step, TableRows
+from proxy.catalog.open_cursors import cursors_macro_sql
 from proxy.catalog.pgtypes import TYPE_ALIASES, TYPES
-from proxy.catalog.relations import DUCK_SCHEMAS, FUNCTIONS_SCHEMA, RELATIONS
+from proxy.catalog.relations import CURSORS_RELATION, DUCK_SCHEMAS, FUNCTIONS_SCHEMA, RELATIONS
 from proxy.catalog.zoned_macros import zoned_macro_statements
 from rewriter import Catalog
 
@@ -71,7 +72,9 @@ def build_script(catalog: Catalog, declared: Declared | None = None) -> tuple[St
     steps += arithmetic_macro_statements()
     steps += zoned_macro_statements()
     for relation in RELATIONS.values():
-        if relation.session:
+        if relation.key == CURSORS_RELATION:
+            steps.append(cursors_macro_sql(relation))
+        elif relation.session:
             steps.append(
                 f"CREATE MACRO {relation.duck_name}(user_name, database_name, settings) "
                 f"AS TABLE {session_relation_sql(relation)}"

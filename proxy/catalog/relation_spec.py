@@ -281,4 +281,6 @@ information_schema.character_sets v: character_set_catalog sql_identifier, chara
     sql_identifier, character_set_name sql_identifier, character_repertoire sql_identifier,
     form_of_use sql_identifier, default_collate_catalog sql_identifier, default_collate_schema
     sql_identifier, default_collate_name sql_identifier
+pg_catalog.pg_cursors v: name text, statement text, is_holdable boolean, is_binary boolean,
+    is_scrollable boolean, creation_time timestamp with time zone
 """

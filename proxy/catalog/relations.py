@@ -58,6 +58,9 @@ SESSION_RELATIONS = frozenset(
         (INFORMATION_SCHEMA, "views"),
     }
 )
+#: The cursors open in the asking session: a DuckDB table macro taking them (the only
+#: argument: proxy.catalog.open_cursors).
+CURSORS_RELATION = (PG_CATALOG, "pg_cursors")
 
 
 @dataclass(frozen=True)
@@ -73,7 +76,8 @@ class Relation:
 
     @property
     def session(self) -> bool:
-        return self.key in SESSION_RELATIONS
+        """Whether its rows depend on the asking session (a table macro's, not a table's)."""
+        return self.key in SESSION_RELATIONS or self.key == CURSORS_RELATION
 
     @property
     def duck_name(self) -> str:

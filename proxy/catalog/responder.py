@@ -120,6 +120,7 @@ class CatalogResponder:
             version=VERSION,
             settings=context.parameters,  # the session's read-only snapshot: not copied
             settings_key=context.parameters_key or parameters_key(context.parameters),
+            cursors=context.cursors,  # this session's own, never another's
         )
         translation = await self._translation(sql, session, parameters, context.cancel)
         if isinstance(translation, _Refusal):
@@ -227,7 +228,7 @@ class CatalogResponder:
         on a worker thread unless remembered here; not awaited further once ``token``
         fires (the thread finishes on its own)."""
         key: TranslationKey | None = None
-        if cacheable(sql, parameters):
+        if cacheable(sql, parameters, session.cursors):
             key = translation_key(sql, session, parameters)
             found, remembered = self._outcomes.get(key)
             if found:

@@ -4,13 +4,15 @@ A pg_catalog or information_schema relation is a table of the emulation's DuckDB
 A session relation, whose rows depend on who asks (pg_roles, pg_database, pg_settings,
 information_schema.tables...), is a table macro called with the session's user, database
 and settings as literals of the tree; pg_settings also gets each parameter's unit.
+pg_cursors' macro is called with the session's open cursors alone (open_cursors).
 """
 
 from __future__ import annotations
 
 from sqlglot import exp
 
-from proxy.catalog.relations import PG_CATALOG, Relation, find_relation
+from proxy.catalog.open_cursors import cursors_table
+from proxy.catalog.relations import CURSORS_RELATION, PG_CATALOG, Relation, find_relation
 from proxy.catalog.session_values import SessionValues
 from proxy.catalog.settings import settings_literal, with_units
 
@@ -32,6 +34,8 @@ def _duck_relation(
     identifier = exp.to_identifier(name.strip('"'), quoted=True)
     if not relation.session:
         return exp.Table(this=identifier, db=exp.to_identifier(schema), alias=alias)
+    if relation.key == CURSORS_RELATION:
+        return cursors_table(relation, session.cursors, alias)
     call = exp.Anonymous(
         this=identifier,
         expressions=[

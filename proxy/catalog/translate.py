@@ -79,7 +79,7 @@ def remembered_translation(
 ) -> Translation | None:
     """As translate(), remembering the translations of short statements (a translation is
     a pure function of the statement, the session values and the parameters)."""
-    if not cacheable(sql, parameters) or catalog_tree(sql, session.user) is None:
+    if not cacheable(sql, parameters, session.cursors) or catalog_tree(sql, session.user) is None:
         return translate(sql, session, parameters)
     key = translation_key(sql, session, parameters)
     found, translation = _TRANSLATIONS.get(key)

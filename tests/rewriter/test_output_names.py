@@ -17,7 +17,7 @@ from tests.rewriter.tables import CREATE, SAMPLE_ROWS, SETUP, catalog
 
 #: Select lists over visits (GROUP BY department unless the list says otherwise).
 SELECTS = [
-    "COUNT(*) AS Total, department AS Dept, DEPARTMENT, \"department\"",
+    'COUNT(*) AS Total, department AS Dept, DEPARTMENT, "department"',
     'COUNT(*) AS "MixedCase", COUNT(*) AS lower_case, COUNT(*) AS "with space"',
     "COUNT(*), count(cost), Count(DISTINCT patient_id), SUM(stay), sum(cost) AS s",
     "AVG(cost), var_samp(cost), variance(cost), var_pop(cost), stddev(cost), stddev_samp(cost)",
