@@ -48,6 +48,23 @@ CLIENT_LEFT_REASON = (
 )
 
 
+#: How the audit reason of a query whose post-processing failed ends: the database's
+#: text quotes the noisy value that did not fit (a noisy answer, which the audit log never
+#: holds: docs/privacy.md); it is in the server log.
+IN_THE_LOG = "the database's message is in the server log"
+
+
+def audit_reason(failure: BackendError | ReleaseError | PostProcessError) -> str:
+    """The audit reason of a charged query that failed after its charge. For the admin, a
+    failure in the database keeps the database's message (a table gone, a lost connection:
+    dpproxy's queries are written not to fail on any row's value); a failed post-processing
+    says what failed in dpproxy's words only, as its message quotes the noisy value."""
+    name = type(failure).__name__
+    if isinstance(failure, PostProcessError):
+        return f"{name}: {failure.reason}; {IN_THE_LOG}"
+    return f"{name}: {failure}"
+
+
 def ledger_failure(error: StateStoreError, *, charged: Cost | None = None) -> QueryError:
     """The client's error for a state store that could not record a query: busy (locked
     by another process past the store's timeout), or unusable. Logged in one line."""
@@ -114,7 +131,7 @@ def failed_after_charge(
                 f"canceling statement due to {token.reason}; the charge of {cost} stands",
             ),
         )
-    reason = f"{type(failure).__name__}: {failure}"
+    reason = audit_reason(failure)
     if isinstance(failure, PostProcessError):
         hint = (
             "check the casts and arithmetic of the select list, HAVING and ORDER BY (e.g. "

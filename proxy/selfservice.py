@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 
 from accountant import AuditRecord, Decision, Epsilon
+from proxy.failures import CLIENT_LEFT_REASON, IN_THE_LOG
 from proxy.responders import SessionContext
 from proxy.seam import ColumnDescription, QueryError, StatementResult
 from proxy.sqlstate import FEATURE_NOT_SUPPORTED
@@ -115,13 +116,29 @@ async def _my_queries(context: SessionContext, limit: int | None) -> StatementRe
     return StatementResult(tag=f"SELECT {len(rows)}", columns=QUERY_COLUMNS, rows=rows)
 
 
-#: What an analyst reads for a query that failed after its charge: the stored reason holds
-#: the database's own error text (for the admin), which can quote stored values.
+#: What an analyst reads for a query that failed after its charge in the database: a
+#: reason stored by an older dpproxy held the database's text, which can quote stored values.
 FAILED_REASON = "the query failed in the database; the charge stands (details: your admin)"
+_POST_PROCESSED = re.compile(rf"PostProcessError: (.+); {re.escape(IN_THE_LOG)}")
+_CANCELED = re.compile(r"QueryCanceled: (canceled due to .+)")
+
+
+def failed_reason(stored: str | None) -> str:
+    """What an analyst reads of a failed query's audit reason: what failed in dpproxy's
+    words (post-processing, a cancel, a client gone), else FAILED_REASON."""
+    if stored == CLIENT_LEFT_REASON:
+        return stored
+    post = _POST_PROCESSED.fullmatch(stored or "")
+    if post is not None:
+        return f"the noisy answer could not be post-processed: {post.group(1)}; the charge stands"
+    canceled = _CANCELED.fullmatch(stored or "")
+    if canceled is not None:
+        return f"{canceled.group(1)}; the charge stands"
+    return FAILED_REASON
 
 
 def _query_row(record: AuditRecord) -> tuple[str | None, ...]:
-    reason = FAILED_REASON if record.decision is Decision.FAILED else record.reason
+    reason = failed_reason(record.reason) if record.decision is Decision.FAILED else record.reason
     return (
         str(record.id),
         _timestamp(record.started_at),

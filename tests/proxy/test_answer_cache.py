@@ -21,6 +21,7 @@ from proxy.ledger import AsyncLedger
 from proxy.pipeline import Pipeline
 from proxy.postprocess import PostProcessor
 from proxy.seam import QueryError
+from proxy.selfservice import failed_reason
 from proxy.session import AnalystSession
 from rewriter import OpenDPNoise
 from tests.rewriter.tables import catalog, duckdb_file
@@ -287,6 +288,31 @@ def test_a_release_whose_post_processing_failed_is_kept(pipeline: Pipeline) -> N
         Decision.ERROR,
     ]
     assert [r.epsilon for r in records] == [Epsilon(5), Epsilon(0), Epsilon(0), Epsilon(0)]
+
+
+def test_a_failed_post_processing_is_audited_without_the_noisy_value(pipeline: Pipeline) -> None:
+    """The audit reason says what failed in dpproxy's words: the database's message
+    quotes the noisy value that did not fit, and the audit log holds no noisy answers."""
+    s = session(pipeline)
+    ask(s, "SET dpproxy.epsilon = 5")
+    with pytest.raises(QueryError):
+        ask(s, "SELECT CAST(COUNT(*) * COUNT(*) * 20000 AS SMALLINT) AS n FROM visits")
+    (count,) = ask(s, "SELECT COUNT(*) AS n FROM visits")  # the same noisy count, cached
+    (n,) = count.rows[0]
+    noisy = str(int(n) * int(n) * 20000)
+    records = asyncio.run(pipeline.ledger.records("alice", ()))
+    failed = [r for r in records if r.decision is Decision.FAILED]
+    assert len(failed) == 1
+    reason = failed[0].reason or ""
+    assert reason == (
+        "PostProcessError: a noisy value did not fit its type (a CAST to a narrower type, "
+        "or out of range); the database's message is in the server log"
+    )
+    assert noisy not in reason and "Conversion Error" not in reason
+    assert failed_reason(reason) == (
+        "the noisy answer could not be post-processed: a noisy value did not fit its type "
+        "(a CAST to a narrower type, or out of range); the charge stands"
+    )
 
 
 def test_without_the_cache_nothing_is_promised(database: Path, tmp_path: Path) -> None:
