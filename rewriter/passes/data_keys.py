@@ -15,7 +15,8 @@ a row exists). Accepted, with the released type:
   keywords computed from the column's fields (``rewriter.passes.to_char_keys``): VARCHAR;
 - ``EXTRACT(field FROM c)`` of a date or timestamp column, for the fields both engines
   compute alike (year, quarter, month, day, dow, isodow, doy, decade,
-  century, millennium; hour and minute of a timestamp): DOUBLE;
+  century, millennium; hour and minute of a timestamp): DOUBLE; cast to an integer type
+  (``casts_field``): BIGINT;
 - a timestamp with time zone (``rewriter.zones``) is its local time in the session's
   TimeZone: ``CAST(ts AS TIMESTAMP)`` and ``CAST(ts AS DATE)`` of one are keys
   (TIMESTAMP, DATE); EXTRACT and date_trunc of one (or of its cast to TIMESTAMP) take its
@@ -127,7 +128,8 @@ ACCEPTED = (
     "keys found in the data are released only for: a plain column (of a number, text, date, "
     "timestamp or boolean type); lower, upper, trim, substring(x, start[, length]), "
     "left(x, n), || and concat of text; EXTRACT(year, quarter, month, day, dow, isodow, "
-    "doy, decade, century, millennium, hour or minute FROM a date or timestamp column); "
+    "doy, decade, century, millennium, hour or minute FROM a date or timestamp column, "
+    "or cast to an integer); "
     "date_trunc('second' to 'year', a date or timestamp column); to_char(a date or "
     "timestamp column, a constant format); CAST(… AS DATE) and "
     "CAST(… AS TIMESTAMP) of a date or timestamp column (of a timestamp with time zone: "
@@ -175,6 +177,22 @@ def casts_moment(node: exp.Expr, scope: Scope) -> bool:
         if columns and all(_moment_column(c, scope) for c in columns):
             return True
     return any(casts_moment(child, scope) for child in node.iter_expressions())
+
+
+def casts_field(node: exp.Expr) -> bool:
+    """Whether a key casts EXTRACT to an integer (``EXTRACT(year FROM d)::int``, Tableau's
+    and analysts' way to an integer year), which ``check_predicate`` refuses (EXTRACT of
+    ±infinity is ±Infinity on PostgreSQL, and no integer) and ``data_key`` computes within
+    the years 1 to 9999, where every field it accepts is a small whole number."""
+    return any(_integer_field(cast) for cast in node.find_all(exp.Cast))
+
+
+def _integer_field(node: exp.Cast) -> bool:
+    return (
+        node.to.this in _WHOLE_TYPES
+        and not node.to.expressions
+        and isinstance(node.this.unnest(), exp.Extract)
+    )
 
 
 def formats_moment(node: exp.Expr) -> bool:
@@ -331,6 +349,10 @@ class _Keys:
         moment = self.moment_cast(node)
         if moment is not None:
             return moment
+        extracted = node.this.unnest()
+        if _integer_field(node) and isinstance(extracted, exp.Extract):
+            field = self.extract(extracted)  # a small whole number within the years 1-9999
+            return _Key(exp.cast(field.sql, exp.DataType.Type.BIGINT), "BIGINT", changed=True)
         if target.expressions or not target.is_type(
             exp.DataType.Type.TEXT, exp.DataType.Type.VARCHAR
         ):
@@ -542,6 +564,10 @@ class _Keys:
 
 
 _ORDERED = frozenset({"BIGINT", "DOUBLE", "DATE", "TIMESTAMP"})
+#: Integer types a key's EXTRACT may be cast to.
+_WHOLE_TYPES = frozenset(
+    {exp.DataType.Type.INT, exp.DataType.Type.BIGINT, exp.DataType.Type.SMALLINT}
+)
 #: A timestamp with time zone cast to its local time or date in the session's TimeZone.
 _LOCAL_CASTS = {exp.DataType.Type.TIMESTAMP: "TIMESTAMP", exp.DataType.Type.DATE: "DATE"}
 #: date_trunc units whose keys tell apart the hour the clocks repeat when they go back.

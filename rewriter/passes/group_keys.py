@@ -33,6 +33,7 @@ from rewriter.passes.check_predicate import check_predicate
 from rewriter.passes.check_shape import QueryShape
 from rewriter.passes.data_keys import (
     KEY_TYPES,
+    casts_field,
     casts_moment,
     data_key,
     formats_moment,
@@ -87,7 +88,12 @@ def _key(name: str, target: exp.Expr, scope: Scope, data_keys: bool) -> GroupKey
         resolved = check_predicate(target, scope, "GROUP BY")
     except Rejected:
         arithmetic = computes(target)
-        if not (arithmetic or casts_moment(target, scope) or formats_moment(target)):
+        if not (
+            arithmetic
+            or casts_moment(target, scope)
+            or casts_field(target)
+            or formats_moment(target)
+        ):
             raise
         # Arithmetic on a column, refused in predicates: a key from the data computes it on
         # clamped values instead (rewriter.passes.numeric_keys); a date cast to a timestamp

@@ -113,6 +113,12 @@ FORMS: list[tuple[str, str, bool]] = [
         "DATE",
         True,
     ),
+    # EXTRACT cast to an integer (an integer year, as analysts and Tableau write it).
+    ("EXTRACT(year FROM d)::int", "BIGINT", True),
+    ("CAST(EXTRACT(month FROM ts) AS BIGINT)", "BIGINT", True),
+    ("date_part('dow', d)::smallint", "BIGINT", True),
+    ("CAST(EXTRACT(hour FROM ts) AS INTEGER)", "BIGINT", True),
+    ("CAST(EXTRACT(isodow FROM CAST(d AS TIMESTAMP)) AS INT)", "BIGINT", True),
 ]
 
 
@@ -156,7 +162,7 @@ def test_keys_are_postgresql_s_own(
     assert answers["duckdb"] == own
 
 
-_TYPES = {"DATE": dt.date, "TIMESTAMP": dt.datetime, "DOUBLE": float}
+_TYPES = {"DATE": dt.date, "TIMESTAMP": dt.datetime, "DOUBLE": float, "BIGINT": int}
 
 
 def test_where_the_clocks_skip_midnight_a_truncated_date_is_its_midnight(
@@ -182,6 +188,8 @@ def test_where_the_clocks_skip_midnight_a_truncated_date_is_its_midnight(
         ("CAST(person AS TIMESTAMP)", "could fail on some values"),
         ("CAST(ts AS TIMESTAMP(0))", "precision or length"),
         ("CAST(CAST(d AS TEXT) AS DATE)", "could fail on some values"),
+        ("CAST(EXTRACT(epoch FROM ts) AS INT)", "differs between the engines"),
+        ("CAST(EXTRACT(hour FROM d) AS INT)", "a date has no hour"),
         ("date_trunc('month', CAST(ts AS DATE))", "a date or timestamp column"),
         # A condition sees raw values: a date of the year 300000 is no timestamp.
         (
@@ -199,7 +207,13 @@ REQUEST = PlanRequest(1.0, delta=1e-6)
 
 
 @pytest.mark.parametrize(
-    "key", ["CAST(d AS TIMESTAMP)", "CAST(date_trunc('month', d) AS DATE)", "CAST(ts AS DATE)"]
+    "key",
+    [
+        "CAST(d AS TIMESTAMP)",
+        "CAST(date_trunc('month', d) AS DATE)",
+        "CAST(ts AS DATE)",
+        "EXTRACT(year FROM d)::int",
+    ],
 )
 def test_without_delta_a_cast_key_names_the_ways_out(key: str) -> None:
     with pytest.raises(Rejected) as caught:
