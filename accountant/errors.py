@@ -30,16 +30,38 @@ class InvalidAmount(AccountantError, ValueError):
 
 
 class BudgetExhausted(AccountantError):
-    """The analyst's remaining budget is smaller than the query's cost. Nothing was charged."""
+    """The analyst's remaining budget is smaller than the query's cost. Nothing was charged.
 
-    def __init__(self, analyst: str, requested: Epsilon | Cost, remaining: Epsilon, total: Epsilon):
+    ``fits``: the largest ε the query could ask for (SET dpproxy.epsilon) and be answered
+    now, as the ledger would charge it (None: not computed; zero: nothing fits).
+    ``whole``: set when the query's cost alone exceeds the analyst's whole budget (so it
+    could never be answered, even with nothing spent): that cost as ε at ``delta``."""
+
+    def __init__(
+        self,
+        analyst: str,
+        requested: Epsilon | Cost,
+        remaining: Epsilon,
+        total: Epsilon,
+        *,
+        fits: Epsilon | None = None,
+        whole: Epsilon | None = None,
+        delta: Decimal | None = None,
+    ):
         self.analyst = analyst
         self.requested = requested
         self.remaining = remaining
         self.total = total
-        from accountant.budget import Epsilon  # noqa: PLC0415 - budget imports this module
+        self.fits = fits
+        self.whole = whole
+        from accountant.budget import Epsilon, format_delta  # noqa: PLC0415 - budget imports us
 
-        if remaining.is_zero():
+        if fits is not None and not fits.is_zero():
+            advice = (
+                f"lower the query's ε with SET {EPSILON_SETTING} = {fits.plain}, "
+                "or ask an admin for more budget"
+            )
+        elif remaining.is_zero() or fits is not None:
             advice = "ask an admin for more budget"
         elif not isinstance(requested, Epsilon):  # a Gaussian cost: no simple ε to suggest
             advice = (
@@ -50,10 +72,21 @@ class BudgetExhausted(AccountantError):
                 f"lower the query's ε with SET {EPSILON_SETTING} = {remaining.plain}, "
                 "or ask an admin for more budget"
             )
-        super().__init__(
-            f'privacy budget exhausted for analyst "{analyst}": this query needs {requested} '
-            f"but {remaining} remains of {total.plain}; {advice}"
-        )
+        if whole is not None:
+            as_epsilon = ""
+            if not isinstance(requested, Epsilon) and delta is not None:
+                as_epsilon = f", that is {whole} at δ={format_delta(delta)}"
+            message = (
+                f"this query needs {requested}{as_epsilon}, more than the whole privacy "
+                f'budget of analyst "{analyst}" ({total}), so it cannot be answered even '
+                f"with nothing spent; nothing was charged; {advice}"
+            )
+        else:
+            message = (
+                f'privacy budget exhausted for analyst "{analyst}": this query needs '
+                f"{requested} but {remaining} remains of {total.plain}; {advice}"
+            )
+        super().__init__(message)
 
 
 class GlobalBudgetExhausted(BudgetExhausted):
@@ -199,12 +232,19 @@ class StateStoreError(AccountantError):
     ``path``: the SQLite file, or (text) the PostgreSQL server and schema, never a password.
     """
 
-    def __init__(self, path: Path | str, problem: str, fix: str):
+    def __init__(self, path: Path | str, problem: str, fix: str, *, later: str = ""):
         self.path = path
         self.problem = problem
         self.fix = fix
-        what = "state file" if isinstance(path, Path) else "state database"
-        super().__init__(f"dpproxy {what} {path}: {problem}; {fix}")
+        self.later = later
+        message = self.describe()
+        super().__init__(f"{message}; {later}" if later else message)
+
+    def describe(self) -> str:
+        """The message without ``later``, what a running server does about it next (which
+        a command that ends, or a server that did not start, does not do)."""
+        what = "state file" if isinstance(self.path, Path) else "state database"
+        return f"dpproxy {what} {self.path}: {self.problem}; {self.fix}"
 
 
 class WriteOutcomeUnknown(StateStoreError):
@@ -218,9 +258,15 @@ class WriteOutcomeUnknown(StateStoreError):
     record either way."""
 
     def __init__(
-        self, path: Path | str, problem: str, fix: str, attempt: Attempt | None = None
+        self,
+        path: Path | str,
+        problem: str,
+        fix: str,
+        attempt: Attempt | None = None,
+        *,
+        later: str = "",
     ) -> None:
-        super().__init__(path, problem, fix)
+        super().__init__(path, problem, fix, later=later)
         self.attempt = attempt
 
 

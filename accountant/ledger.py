@@ -12,6 +12,7 @@ before ρ is converted: the total guarantee is (ε(ρ, δ − Σδᵢ), δ) (``S
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -249,6 +250,51 @@ def _fits(before: Spending, cost: Cost, budget: AnalystBudget) -> bool:
     return before.plus(cost).epsilon_nano(budget.delta) <= budget.total.nano
 
 
+#: An analyst who has spent nothing (in their period, since their last reset).
+NOTHING_SPENT = Spending(0, 0, 0)
+
+
+def session_cost(epsilon: Epsilon, *, gaussian: bool, delta: Decimal = Decimal(0)) -> Cost:
+    """What a query that asks for ``epsilon`` (SET dpproxy.epsilon, or the default) is
+    charged, as proxy.pipeline.charge_for charges it: that pure ε (Laplace), or ρ = ε²/2
+    rounded up (Gaussian); with ``delta`` when it releases keys found in the data."""
+    rho = Rho.from_nano(laplace_rho_nano(epsilon))
+    cost = Cost.zcdp(rho) if gaussian else Cost.pure(epsilon)
+    return cost.with_delta(delta) if delta else cost
+
+
+def largest_fitting_epsilon(before: Spending, cost: Cost, budget: AnalystBudget) -> Epsilon:
+    """The largest ε a query like ``cost`` (the same mechanism and δ) could ask for and
+    still fit ``budget`` after ``before``, charged as ``reserve`` charges it; zero if none.
+
+    The charge grows with ε, so a binary search over nano-ε finds it exactly. Pure ε after
+    pure ε composes exactly, and the answer is then what remains; otherwise (a conversion
+    of ρ to ε) it is rounded down to two significant digits, a number people can type
+    that still fits."""
+    gaussian = not cost.rho.is_zero()
+    # No ε above the query's own can fit (for a Gaussian query, the ε whose ε²/2 is its ρ).
+    asked = math.isqrt(2 * NANO_PER_UNIT * cost.rho.nano) + 1 if gaussian else cost.epsilon.nano
+    high = min(asked, budget.effective_cap.nano)
+
+    def fits(nano: int) -> bool:
+        return _fits(
+            before,
+            session_cost(Epsilon.from_nano(nano), gaussian=gaussian, delta=cost.delta),
+            budget,
+        )
+
+    largest, low = 0, 1
+    while low <= high:
+        middle = (low + high) // 2
+        if fits(middle):
+            largest, low = middle, middle + 1
+        else:
+            high = middle - 1
+    if gaussian or before.rho_nano:
+        largest = _two_digits_down(largest)
+    return Epsilon.from_nano(largest)
+
+
 def check_cap(analyst: str, cost: Cost, budget: AnalystBudget) -> None:
     """The per-query cap bounds a query's ε setting: pure ε ≤ cap, and ρ ≤ cap²/2."""
     cap = budget.per_query_cap
@@ -283,8 +329,15 @@ def reserve(
     if after_nano > budget.total.nano:
         _check_delta_leaves_room(attempt.analyst, before, cost, budget)
         already = before.epsilon(budget.delta)
+        alone = NOTHING_SPENT.plus(cost).epsilon_nano(budget.delta)
         raise BudgetExhausted(
-            attempt.analyst, _requested(cost), budget.total.saturating_sub(already), budget.total
+            attempt.analyst,
+            _requested(cost),
+            budget.total.saturating_sub(already),
+            budget.total,
+            fits=largest_fitting_epsilon(before, cost, budget),
+            whole=as_epsilon(alone) if alone > budget.total.nano else None,
+            delta=budget.delta,
         )
     _check_global(conn, attempt.analyst, cost)
     remaining = Epsilon.from_nano(budget.total.nano - after_nano)

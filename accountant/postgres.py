@@ -85,7 +85,7 @@ def translate(name: str, exc: psycopg.Error) -> StateStoreError:
             name,
             f"it stayed locked by another dpproxy process for too long ({text})",
             "look for a stuck dpproxy process or a session holding an advisory lock "
-            "(pg_locks), or raise the lock timeout",
+            "(pg_locks), or raise [state] lock_timeout_seconds",
         )
     if isinstance(exc, pg_errors.InsufficientPrivilege):
         return StateStoreError(
@@ -119,7 +119,8 @@ def translate(name: str, exc: psycopg.Error) -> StateStoreError:
             name,
             f"the connection to PostgreSQL failed ({text})",
             "check that the server is running and reachable and the [state] dsn (host, port, "
-            "user, password, database); dpproxy reconnects at its next request",
+            "user, password, database)",
+            later="a running dpproxy server reconnects at its next request",
         )
     return StateStoreError(name, f"unexpected PostgreSQL error ({text})", "see the server log")
 
@@ -214,6 +215,7 @@ class PostgresDatabase:
                         f"{error.problem}; the connection was lost after COMMIT was sent, so "
                         "this write may or may not have been committed",
                         error.fix,
+                        later=error.later,
                     ) from exc
                 raise error from exc
 

@@ -175,7 +175,8 @@ def translate(path: Path, exc: sqlite3.Error) -> StateStoreError:
         return StateStoreError(
             path,
             f"it stayed locked by another process for too long ({exc})",
-            "check for a stuck dpproxy process using this file, or raise the lock timeout",
+            "check for a stuck dpproxy process using this file, or raise [state] "
+            "lock_timeout_seconds",
         )
     if code.startswith("SQLITE_CANTOPEN"):
         return StateStoreError(
@@ -199,6 +200,17 @@ def translate(path: Path, exc: sqlite3.Error) -> StateStoreError:
             "restore it from a backup; starting a new file would forget all recorded spending",
         )
     return StateStoreError(path, f"unexpected SQLite error ({exc})", "see the SQLite message")
+
+
+def refuse_directory(path: Path) -> None:
+    """Refuse a state file ``path`` that is a directory (SQLite would call it a disk I/O
+    error), before anything is created next to it."""
+    if path.is_dir():
+        raise StateStoreError(
+            path,
+            "it is a directory, not a file",
+            f"set [state] path to a file, e.g. {path / 'state.sqlite'} (created on first use)",
+        )
 
 
 @contextmanager

@@ -15,7 +15,7 @@ from pathlib import Path
 from accountant.connection import Connection
 from accountant.errors import StateStoreError
 from accountant.owners import OwnerLock, owner_is_alive, sweep_dead_owners
-from accountant.sqlite import connect, errors_named, transaction
+from accountant.sqlite import connect, errors_named, refuse_directory, transaction
 
 
 class SqliteDatabase:
@@ -27,6 +27,7 @@ class SqliteDatabase:
     @classmethod
     def open(cls, path: Path, timeout: float) -> SqliteDatabase:
         """Open (creating if absent) the state file at ``path`` as a new owner."""
+        refuse_directory(path)
         owner = OwnerLock(path)
         try:
             conn = connect(path, timeout)
@@ -39,6 +40,7 @@ class SqliteDatabase:
     def open_reader(cls, path: Path, timeout: float) -> SqliteDatabase:
         """A read-only connection to an existing state file (no owner: it never writes).
         WAL readers never wait for writers."""
+        refuse_directory(path)
         with errors_named(path):
             conn = sqlite3.connect(
                 path.resolve().as_uri() + "?mode=ro",

@@ -12,9 +12,9 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from accountant import AccountantError
+from accountant import AccountantError, StateStoreError
 from proxy import __version__
-from proxy.admin.common import CommandError, UsageError, read_password
+from proxy.admin.common import CommandError, UsageError, read_password, until_reader_leaves
 from proxy.admin.parser import add_admin_commands
 from proxy.backend_error import BackendError
 from proxy.demo_defaults import CONFIG_FILE, DEFAULT_SEED, MAX_PATIENTS
@@ -34,8 +34,20 @@ EXIT_USAGE = 2
 EXIT_FAILURE = 1
 
 
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+    # --log-level goes before the command or after it (`dpproxy serve --log-level debug`):
+    # after it, its default is left out so that one given before is kept.
+    logs = argparse.ArgumentParser(add_help=False)
+    logs.add_argument(
+        "--log-level",
+        default=argparse.SUPPRESS,
+        choices=LOG_LEVELS,
+        help="how much the server logs to stderr (default: info)",
+    )
+    common = argparse.ArgumentParser(add_help=False, parents=[logs])
     common.add_argument(
         "--config",
         metavar="FILE",
@@ -49,8 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--log-level",
         default="info",
-        choices=["debug", "info", "warning", "error"],
-        help="how much the server logs to stderr (default: info)",
+        choices=LOG_LEVELS,
+        help="how much the server logs to stderr (default: info); also after the command",
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
@@ -65,10 +77,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser(
         "demo",
+        parents=[logs],
         help="create and serve the embedded demo database",
         description=(
             "Write a synthetic medical database (DuckDB), a commented configuration and the "
-            "state store into DIR, then serve it. An existing demo in DIR is reused."
+            "state store into DIR, then serve it. An existing demo in DIR is reused as it "
+            "is, never rewritten: --patients, --seed and --postgres/--schema must then agree "
+            "with it (for a new demo, give another --dir)."
         ),
     )
     demo.add_argument(
@@ -79,17 +94,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--host", default="127.0.0.1", help="address to listen on")
     demo.add_argument("--port", type=_port, default=6432, help="port (default 6432; 0: any)")
+    # --patients, --seed and --postgres apply to a new demo; on an existing one they must
+    # agree with it (None: not given).
     demo.add_argument(
         "--patients",
         type=_patients,
-        default=10_000,
         help="patients to generate for a new demo (default 10,000)",
     )
     demo.add_argument(
         "--seed",
         type=int,
-        default=DEFAULT_SEED,
-        help=f"random seed of the data (default {DEFAULT_SEED})",
+        help=f"random seed of a new demo's data (default {DEFAULT_SEED})",
     )
     demo.add_argument(
         "--postgres",
@@ -112,6 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     commands.add_parser(
         "passwd",
+        parents=[logs],
         help="make a password verifier for the configuration",
         description=(
             "Read a password (prompt, or one line on standard input) and print the "
@@ -162,16 +178,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    given = sys.argv[1:] if argv is None else argv
     try:
-        return _dispatch(args, sys.argv[1:] if argv is None else argv)
+        if _serves(args):
+            return _dispatch(args, given)
+        return until_reader_leaves(lambda: _dispatch(args, given))
     except (ConfigError, CommandError, PolicyError, BackendError) as error:
         print(f"dpproxy: {error}", file=sys.stderr)
         return EXIT_USAGE if isinstance(error, ConfigError | UsageError) else EXIT_FAILURE
     except AccountantError as error:
-        print(f"dpproxy: {error}", file=sys.stderr)
+        # A command that ends (or a server that stopped) does not retry: no error.later.
+        text = error.describe() if isinstance(error, StateStoreError) else str(error)
+        print(f"dpproxy: {text}", file=sys.stderr)
         return EXIT_FAILURE
     except KeyboardInterrupt:
         return 130
+
+
+def _serves(args: argparse.Namespace) -> bool:
+    """Whether the command runs the server, which prints a line or a banner and goes on
+    serving: not a command whose output a reader may cut short (until_reader_leaves)."""
+    return args.command == "serve" or (args.command == "demo" and not args.no_serve)
 
 
 def _dispatch(args: argparse.Namespace, argv: Sequence[str]) -> int:
@@ -303,14 +330,23 @@ def _serve(settings: Settings, banner: Path | None) -> None:
     from proxy.server import run_event_loop  # noqa: PLC0415
 
     served = served_database(settings.backend)
+    started = False
 
     def ready(port: int) -> None:
+        nonlocal started
+        started = True
         if banner is not None:
             print(connection_banner(banner, served, settings.server.host, port), flush=True)
         else:
             print(f"dpproxy listening on {settings.server.host}:{port}", flush=True)
 
-    run_event_loop(run(settings, ready))
+    try:
+        run_event_loop(run(settings, ready))
+    except StateStoreError as error:
+        if started:
+            raise
+        # Not what a running server does about it next (error.later): it did not start.
+        raise CommandError(f"the server did not start: {error.describe()}") from None
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass
@@ -14,12 +15,18 @@ from psycopg.conninfo import conninfo_to_dict
 
 from proxy.admin.common import CommandError, UsageError
 from proxy.demo_data import TABLES, DemoSize, generate, load_postgres, summary, write_duckdb
-from proxy.demo_defaults import CONFIG_FILE
+from proxy.demo_defaults import CONFIG_FILE, DEFAULT_SEED
 from proxy.protocol.scram import make_verifier
-from proxy.settings import BackendSettings
+from proxy.settings import BackendSettings, Settings, load_settings
 
 DATABASE_FILE = "demo.duckdb"
 STATE_FILE = "state.sqlite"
+#: Patients of a new demo unless --patients says otherwise.
+DEFAULT_PATIENTS = 10_000
+#: The second line of a demo's configuration: what `dpproxy demo` made, so that a later
+#: `dpproxy demo --patients N` or `--seed S` on the same directory can be checked.
+DATA_LINE = "# Demo data: {patients} patients, seed {seed} (options of the first `dpproxy demo`)."
+_DATA_PATTERN = re.compile(r"^# Demo data: ([0-9,]+) patients, seed (-?[0-9]+) ", re.M)
 
 
 @dataclass(frozen=True)
@@ -165,14 +172,19 @@ def prepare(
     *,
     host: str,
     port: int,
-    patients: int,
-    seed: int,
+    patients: int | None = None,
+    seed: int | None = None,
     postgres: PostgresTarget | None = None,
 ) -> bool:
     """Create the demo in ``directory`` unless it is there already. True if created.
 
     With ``postgres``, the data goes into that PostgreSQL database (its demo tables are
     replaced) and the configuration points there instead of at a DuckDB file.
+
+    An existing demo (its configuration file) is reused exactly as it is, never rewritten:
+    ``patients``, ``seed`` and ``postgres`` (None: not given, the defaults for a new demo)
+    must then agree with it, or the command is refused with what is there and how to make
+    a new demo (``check_reuse``).
     """
     if directory.exists() and not directory.is_dir():
         raise UsageError(
@@ -181,10 +193,13 @@ def prepare(
         )
     config = directory / CONFIG_FILE
     database = directory / DATABASE_FILE
-    if config.exists() and (database.exists() or postgres is not None):
+    if config.exists():
+        check_reuse(directory, patients=patients, seed=seed, postgres=postgres)
         return False
+    patients = DEFAULT_PATIENTS if patients is None else patients
+    seed = DEFAULT_SEED if seed is None else seed
     _make_directory(directory)
-    if database.exists() and not config.exists():
+    if database.exists():
         # A demo interrupted before its configuration was written is made again; any other
         # file of that name is not ours to delete.
         if not _holds_the_demo_tables(database):
@@ -235,6 +250,8 @@ def prepare(
                 dsn=toml_escape(postgres.dsn), schema=toml_escape(postgres.schema)
             ),
         )
+    first, _, rest = text.partition("\n")
+    text = f"{first}\n{DATA_LINE.format(patients=patients, seed=seed)}\n{rest}"
     try:
         config.write_text(text, encoding="utf-8")
     except (OSError, UnicodeError) as error:
@@ -244,6 +261,124 @@ def prepare(
     sizes = ", ".join(f"{n:,} {table}" for table, n in counts.items())
     print(f"wrote {where} ({sizes}) and {config}", file=sys.stderr)
     return True
+
+
+def check_reuse(
+    directory: Path,
+    *,
+    patients: int | None,
+    seed: int | None,
+    postgres: PostgresTarget | None,
+) -> None:
+    """Refuse options that contradict the demo already in ``directory`` (its engine, its
+    PostgreSQL database and schema, its number of patients, its seed); nothing is written.
+    The configuration is read as `dpproxy serve` reads it (an invalid one is refused with
+    its own error), and a DuckDB demo whose database file is gone is not made again: the
+    state store next to it keeps the budgets spent on that data."""
+    config = directory / CONFIG_FILE
+    settings = load_settings(config)
+    backend = settings.backend
+    served = served_database(backend)
+
+    def refuse(problem: str, reuse: str) -> UsageError:
+        return UsageError(
+            f"--dir {directory}: {problem}; to reuse that demo as it is, {reuse}; for a new "
+            "demo, give another --dir (dpproxy never rewrites an existing demo: its state "
+            "store keeps the budgets spent and the audit log)"
+        )
+
+    if postgres is not None:
+        if backend.engine != "postgres":
+            raise refuse(
+                f"holds a demo served from DuckDB ({served}), and --postgres asks for one in "
+                "PostgreSQL",
+                "leave out --postgres",
+            )
+        if not _same_dsn(backend.dsn or "", postgres.dsn):
+            raise refuse(
+                f"holds a demo served from {served}, and --postgres names another database",
+                "leave out --postgres (or give the DSN of its configuration)",
+            )
+        if backend.schema_or_default != postgres.schema:
+            raise refuse(
+                f"holds a demo in PostgreSQL schema {backend.schema_or_default}, and this "
+                f"command asks for schema {postgres.schema}",
+                f"leave out --postgres, or give --schema {backend.schema_or_default}",
+            )
+    recorded = _recorded_data(config)
+    if patients is not None:
+        found = recorded[0] if recorded is not None else _duckdb_patients(settings)
+        if found is None:
+            raise refuse(
+                "holds a demo whose number of patients its configuration does not record, "
+                "and --patients applies only to a new demo",
+                "leave out --patients",
+            )
+        if found != patients:
+            raise refuse(
+                f"holds a demo of {found:,} patients, and --patients {patients:,} asks for "
+                "another (--patients applies only to a new demo)",
+                "leave out --patients",
+            )
+    if seed is not None:
+        if recorded is None:
+            raise refuse(
+                "holds a demo whose seed its configuration does not record, and --seed "
+                "applies only to a new demo",
+                "leave out --seed",
+            )
+        if recorded[1] != seed:
+            raise refuse(
+                f"holds a demo made with --seed {recorded[1]}, and --seed {seed} asks for "
+                "other data (--seed applies only to a new demo)",
+                "leave out --seed",
+            )
+    if backend.engine == "duckdb" and backend.path is not None and not backend.path.exists():
+        raise UsageError(
+            f"--dir {directory}: its configuration {config} serves {backend.path}, which is "
+            "missing; restore that file (dpproxy does not make the data again: the budgets "
+            "spent on it stay in the state store), or give another --dir for a new demo"
+        )
+    print(
+        f"reusing the demo in {directory} as it is ({served}, with its budgets and audit "
+        "log); give another --dir for a new one",
+        file=sys.stderr,
+    )
+
+
+def _same_dsn(configured: str, given: str) -> bool:
+    """Whether two PostgreSQL connection strings name the same connection (their parsed
+    parameters are equal; as written, when either cannot be parsed)."""
+    try:
+        return conninfo_to_dict(configured) == conninfo_to_dict(given)
+    except psycopg.Error:
+        return configured == given
+
+
+def _recorded_data(config: Path) -> tuple[int, int] | None:
+    """(patients, seed) as the demo's configuration records them (DATA_LINE), or None for
+    a configuration without that line (written by an older dpproxy, or by hand)."""
+    try:
+        text = config.read_text(encoding="utf-8")
+    except (OSError, UnicodeError):
+        return None
+    found = _DATA_PATTERN.search(text)
+    if found is None:
+        return None
+    return int(found.group(1).replace(",", "")), int(found.group(2))
+
+
+def _duckdb_patients(settings: Settings) -> int | None:
+    """The rows of the demo's patients table in its DuckDB file, or None if unknown."""
+    path = settings.backend.path
+    if settings.backend.engine != "duckdb" or path is None or not path.exists():
+        return None
+    try:
+        with duckdb.connect(str(path), read_only=True) as conn:
+            row = conn.execute("SELECT count(*) FROM patients").fetchone()
+    except duckdb.Error:
+        return None
+    return None if row is None else int(row[0])
 
 
 def _holds_the_demo_tables(database: Path) -> bool:

@@ -42,12 +42,11 @@ from accountant import (
     PerQueryCapExceeded,
     Reservation,
     ReservationError,
-    Rho,
     StateStoreError,
     WriteOutcomeUnknown,
     ZcdpNeedsDelta,
 )
-from accountant.zcdp import laplace_rho_nano
+from accountant.ledger import session_cost
 from proxy import reporting
 from proxy.answers import AnswerCache, CacheKey
 from proxy.asker import Asker
@@ -536,13 +535,11 @@ def charge_for(query_plan: Plan, epsilon: Epsilon, delta: Decimal = Decimal(0)) 
     """What the query is charged: its pure ε (Laplace) or ρ = ε²/2 rounded up (Gaussian),
     and ``delta`` when it releases GROUP BY keys found in the data (partition selection).
     Fails closed if the plan's own privacy maps exceed the charge."""
+    cost = session_cost(epsilon, gaussian=query_plan.gaussian)  # as the ledger's advice
     if query_plan.gaussian:
-        rho = Rho.from_nano(laplace_rho_nano(epsilon))
-        loss, limit = query_plan.privacy_loss_rho(), float(rho)
-        cost = Cost.zcdp(rho)
+        loss, limit = query_plan.privacy_loss_rho(), float(cost.rho)
     else:
         loss, limit = query_plan.privacy_loss(), float(epsilon)
-        cost = Cost.pure(epsilon)
     if not (math.isfinite(loss) and loss <= limit):
         raise QueryError(INTERNAL_ERROR, "internal error: the plan exceeds its privacy cost")
     if query_plan.selection is not None:

@@ -7,7 +7,6 @@ paths are resolved against the directory of the configuration file.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import math
 import os
 import re
@@ -36,6 +35,7 @@ from accountant.budget import budget_delta, budget_epsilon
 from accountant.postgres_state import DEFAULT_SCHEMA as DEFAULT_STATE_SCHEMA
 from accountant.postgres_state import check_dsn, check_schema_name
 from proxy.protocol.scram import InvalidVerifier, parse_verifier
+from proxy.settings_errors import describe, shown_value
 from rewriter.policy import TablePolicy
 
 DEFAULT_CONFIG = Path("dpproxy.toml")
@@ -291,7 +291,14 @@ class AnalystSettings(BaseModel):
     def _check_password(cls, value: str) -> str:
         try:
             parse_verifier(value)
-        except InvalidVerifier:
+        except InvalidVerifier as error:
+            if value.upper().startswith("SCRAM-"):
+                raise ValueError(
+                    f"this SCRAM-SHA-256 verifier is damaged or incomplete "
+                    f"({_verifier_damage(value, error)}): a whole "
+                    "one is SCRAM-SHA-256$<iterations>:<salt>$<StoredKey>:<ServerKey>, on one "
+                    "line; copy all of what `dpproxy passwd` printed, or run it again"
+                ) from None
             raise ValueError(
                 "must be a SCRAM-SHA-256 verifier (run `dpproxy passwd` to make one), "
                 "never a plain-text password"
@@ -334,6 +341,20 @@ class AnalystSettings(BaseModel):
             problem = problem.replace("per_query_cap", "epsilon_per_query_max")
             problem = problem.replace("default_per_query", "epsilon_default")
             raise ValueError(problem.replace("total", "epsilon_total")) from None
+
+
+def _verifier_damage(value: str, error: InvalidVerifier) -> str:
+    """What is missing from a verifier cut short, or else what parse_verifier found."""
+    parts = value.split("$")
+    if len(parts) != 3:
+        return f"it has {len(parts)} of its 3 parts separated by $"
+    if ":" not in parts[1]:
+        return "its <iterations>:<salt> part has no ':'"
+    if ":" not in parts[2]:
+        return "its :<ServerKey> part is missing"
+    if str(error) == "not a SCRAM-SHA-256 verifier":
+        return "a number or base64 key in it cannot be read"
+    return str(error)
 
 
 class Settings(BaseModel):
@@ -432,6 +453,12 @@ def unit_path_problems(tables: Mapping[str, TablePolicy]) -> dict[str, str]:
             continue
         link = policy.unit_link
         if link is None:
+            if _ARROW_LIKE.search(unit):
+                problems[name] = (
+                    f'"{unit}" is neither a column name nor a foreign-key path of the form '
+                    '"<column> -> <table>.<column>" (written with ->; the spaces around it '
+                    "are optional): write the column identifying the person, or such a path"
+                )
             continue
         target = by_key.get(link[1].lower())
         if target is None:
@@ -463,6 +490,10 @@ def unit_path_problems(tables: Mapping[str, TablePolicy]) -> dict[str, str]:
             link = None if tables[step].public else tables[step].unit_link
     return problems
 
+
+#: What a privacy_unit that is not a path ("->") holds when it was meant as a path written
+#: otherwise ("purchase_id => purchases", "a → b.c"); no column name is expected to.
+_ARROW_LIKE = re.compile(r"[<>=→⇒⟶]")
 
 #: A field's location in the configuration: section, name, key, ...
 _Location = tuple[str | int, ...]
@@ -519,7 +550,7 @@ def _value_type_problem(kinds: frozenset[type], value: object) -> str | None:
     if bool in kinds:
         if isinstance(value, bool):
             return None
-        return f"expected true or false (a TOML boolean, without quotes), got {_shown(value)}"
+        return f"expected true or false (a TOML boolean, without quotes), got {shown_value(value)}"
     if float in kinds:
         dates = dt.date in kinds
         expected = (
@@ -536,11 +567,11 @@ def _value_type_problem(kinds: frozenset[type], value: object) -> str | None:
             return None
         if dates and isinstance(value, str) and not _holds_number(value):
             return None  # an ISO date or date-time, read (or refused) by the column's policy
-        return f"{expected}, got {_shown(value)}{_fix(value)}"
+        return f"{expected}, got {shown_value(value)}{_fix(value)}"
     if int in kinds:
         if isinstance(value, int) and not isinstance(value, bool):
             return None
-        return f"expected a whole number (without quotes), got {_shown(value)}{_fix(value)}"
+        return f"expected a whole number (without quotes), got {shown_value(value)}{_fix(value)}"
     return None
 
 
@@ -550,32 +581,6 @@ def _holds_number(text: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def _shown(value: object) -> str:
-    """A TOML value as the file writes it, with its type."""
-    if isinstance(value, bool):
-        return f"{str(value).lower()} (a boolean)"
-    if isinstance(value, str):
-        shown = json.dumps(value if len(value) <= 40 else value[:40] + "…", ensure_ascii=False)
-        return f"{shown} (a string)"
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return repr(value)
-        return f"{value!r} (a number with a decimal point)"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, dt.datetime):
-        return f"{value.isoformat()} (a date-time)"
-    if isinstance(value, dt.date):
-        return f"{value.isoformat()} (a date)"
-    if isinstance(value, dt.time):
-        return f"{value.isoformat()} (a time of day)"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, Mapping):
-        return "a table"
-    return type(value).__name__
 
 
 def _fix(value: object) -> str:
@@ -622,18 +627,5 @@ def load_settings(path: Path) -> Settings:
     try:
         settings = Settings.model_validate(raw)
     except ValidationError as error:
-        raise ConfigError(f"{path}: invalid configuration:\n{_describe(error)}") from None
+        raise ConfigError(f"{path}: invalid configuration:\n{describe(error, Settings)}") from None
     return settings.resolve_paths(path.resolve().parent)
-
-
-def _describe(error: ValidationError) -> str:
-    lines = []
-    for item in error.errors():
-        key = ".".join(str(part) for part in item["loc"]) or "(top level)"
-        message = item["msg"].removeprefix("Value error, ")
-        if item["type"] == "extra_forbidden":
-            message = "unknown setting; check its spelling against docs/configuration.md"
-        elif item["type"] == "missing":
-            message = "required setting is missing"
-        lines.append(f"  {key}: {message}")
-    return "\n".join(lines)

@@ -91,7 +91,7 @@ class ColumnPolicy(BaseModel):
         if self.domain is not None:
             if not self.domain:
                 raise ValueError("domain is empty; list the values or remove it")
-            if len(set(map(_domain_key, self.domain))) != len(self.domain):
+            if len(set(map(domain_key, self.domain))) != len(self.domain):
                 raise ValueError(
                     "domain lists a value twice (1 and 1.0, or 0.0 and -0.0, are one value)"
                 )
@@ -216,7 +216,7 @@ class TablePolicy(BaseModel):
         return column, table.strip(), referenced.strip()
 
 
-def _domain_key(value: object) -> tuple[str, object]:
+def domain_key(value: object) -> tuple[str, object]:
     """One key for the values of a domain that compare equal in the database: a whole
     float is its int (1 and 1.0), -0.0 is 0, every NaN one; a bool is not a number."""
     if isinstance(value, float):

@@ -6,9 +6,11 @@ import csv
 import getpass
 import io
 import json
+import os
+import signal
 import sys
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,9 @@ from proxy.settings import Settings
 from proxy.tables import render_table
 
 FORMATS = ("table", "csv", "json", "jsonl")
+#: The exit status of a command whose reader went away (``dpproxy audit list | head -1``):
+#: that of a Unix tool ended by SIGPIPE, as the shell reports it.
+EXIT_READER_GONE = 128 + signal.SIGPIPE
 
 
 class CommandError(Exception):
@@ -180,3 +185,32 @@ def printable(text: str, *, keep: str = "") -> str:
 def emit(text: str) -> None:
     if text:
         print(text)
+
+
+def until_reader_leaves(command: Callable[[], int]) -> int:
+    """Run ``command`` (one that prints and then ends, not the server) and flush what it
+    printed. If the reader of standard output goes away first (``| head -1``, ``| true``),
+    stop quietly as other Unix tools do, with no traceback: EXIT_READER_GONE. Every command
+    that prints goes through here (proxy.cli.main), so none needs its own handling."""
+    try:
+        code = command()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _discard_stdout()
+        return EXIT_READER_GONE
+    return code
+
+
+def _discard_stdout() -> None:
+    """Point standard output at the null device, so that what is still buffered for the
+    reader that left is dropped when Python flushes it at exit (which would otherwise
+    print "Exception ignored ... BrokenPipeError")."""
+    try:
+        fd = sys.stdout.fileno()
+    except (OSError, ValueError):  # not a file (a test's capture): nothing is flushed at exit
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, fd)
+    finally:
+        os.close(null)

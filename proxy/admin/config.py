@@ -6,7 +6,8 @@ import argparse
 import json
 from pathlib import Path
 
-from accountant import StateStore, StateStoreError
+from accountant import AnalystBudget, StateStore, StateStoreError, StoredAnalyst
+from proxy.admin.people import FLAG_NAMES, default_query_problem
 from proxy.admin.seed import differences
 from proxy.settings import Settings, config_path, host_problem, load_settings
 from proxy.tls import TLSConfigError, server_context
@@ -75,19 +76,47 @@ def _warnings(settings: Settings) -> list[str]:
         notes.append(f"[backend] path {backend.path} does not exist yet")
     location = settings.state.location
     stored = None
-    if not isinstance(location, Path):
-        try:  # (creates the schema if it is not there yet, as the server would)
-            with StateStore.open_reader(location, timeout=5) as store:
+    # The state store is opened and read as the server would (a PostgreSQL schema is
+    # created if it is not there yet); a SQLite file not there yet is created at start.
+    if isinstance(location, Path) and not location.parent.is_dir():
+        notes.append(f"[state] path: directory {location.parent} does not exist")
+    elif not isinstance(location, Path) or location.exists():
+        key = "[state] path" if isinstance(location, Path) else "[state] dsn"
+        timeout = 5 if not isinstance(location, Path) else settings.state.lock_timeout_seconds
+        try:
+            with StateStore.open_reader(location, timeout=timeout) as store:
                 stored = store.analysts(include_removed=True)
         except StateStoreError as error:
-            notes.append(f"[state] dsn: {error}")
-    elif not location.parent.is_dir():
-        notes.append(f"[state] path: directory {location.parent} does not exist")
-    elif location.exists():
-        with StateStore.open_reader(location, timeout=settings.state.lock_timeout_seconds) as store:
-            stored = store.analysts(include_removed=True)
+            notes.append(f"{key}: {error.describe()}{_SERVE_REFUSES}")
     if stored is not None:
         notes += differences(settings, [a for a in stored if not a.removed])
     if not settings.analysts and not stored:
         notes.append("no analysts: add [analysts.NAME] or run `dpproxy analyst add NAME`")
+    notes += _default_query_notes(settings, stored)
     return notes
+
+
+def _default_query_notes(settings: Settings, stored: list[StoredAnalyst] | None) -> list[str]:
+    """Analysts whose query at their default ε can never fit their budget (the stored
+    budget wins over the configuration's, as for the server)."""
+    budgets: dict[str, tuple[str, AnalystBudget, dict[str, str], str]] = {}
+    for name, analyst in settings.analysts.items():
+        budgets[name] = (f"[analysts.{name}]", analyst.budget(), _CONFIG_NAMES, "set")
+    for found in stored or []:
+        if not found.removed:
+            fix = f"change it with `dpproxy budget set {found.name}` and"
+            budgets[found.name] = (f'analyst "{found.name}"', found.budget, FLAG_NAMES, fix)
+    notes = []
+    for where, budget, names, fix in budgets.values():
+        problem = default_query_problem(budget, names, fix)
+        if problem is not None:
+            notes.append(f"{where}: {problem}")
+    return notes
+
+
+#: How config check names the settings in default_query_problem's advice.
+_CONFIG_NAMES = {
+    "default": "epsilon_default =",
+    "mechanism": 'mechanism = "laplace"',
+    "total": "epsilon_total",
+}

@@ -8,6 +8,7 @@ login or query: no restart.
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
@@ -29,6 +30,8 @@ from accountant import (
 )
 from accountant.analysts import name_problem
 from accountant.budget import DEFAULT_DELTA, budget_delta, budget_epsilon
+from accountant.ledger import NOTHING_SPENT, largest_fitting_epsilon, session_cost
+from accountant.zcdp import as_epsilon
 from proxy.admin.common import (
     UsageError,
     change,
@@ -159,6 +162,54 @@ def make_budget(
         raise InvalidAmount(f"{problem}; nothing was changed") from None
 
 
+#: How `analyst add` and `budget set` name the settings in default_query_problem's advice.
+FLAG_NAMES = {
+    "default": "--epsilon-default",
+    "mechanism": "--mechanism laplace",
+    "total": "--epsilon-total",
+}
+
+
+def default_query_problem(budget: AnalystBudget, names: dict[str, str], fix: str) -> str | None:
+    """Why a query at the budget's default ε and mechanism can never be answered (its cost
+    alone, as the ledger charges it, is more than the whole budget: with Gaussian noise ρ =
+    ε²/2 converts to a larger ε), with the largest default that fits; None if it fits.
+    ``names``: how to call the default, the mechanism and the total in the advice, which
+    follows ``fix`` (how to change them)."""
+    gaussian = budget.mechanism is Mechanism.GAUSSIAN
+    cost = session_cost(budget.default_per_query, gaussian=gaussian)
+    alone = NOTHING_SPENT.plus(cost).epsilon_nano(budget.delta)
+    if alone <= budget.total.nano:
+        return None
+    fits = largest_fitting_epsilon(NOTHING_SPENT, cost, budget)
+    options = []
+    if not fits.is_zero():
+        options.append(f"{names['default']} {fits.plain} (the most that fits)")
+    if gaussian:
+        options.append(names["mechanism"])
+    options.append(f"a larger {names['total']}")
+    advice = ", ".join(options[:-1]) + f" or {options[-1]}" if len(options) > 1 else options[0]
+    noise = "Laplace noise"
+    if gaussian:
+        noise = (
+            f"Gaussian noise ({cost.rho}, that is {as_epsilon(alone)} at "
+            f"δ={format_delta(budget.delta)})"
+        )
+    return (
+        f"a query at the default ε={budget.default_per_query.plain} with {noise} costs "
+        f"more than the whole budget of {budget.total}, so every query that does not SET "
+        f"dpproxy.epsilon lower will be refused; {fix} {advice}"
+    )
+
+
+def _warn_default_query(name: str, budget: AnalystBudget) -> None:
+    problem = default_query_problem(
+        budget, FLAG_NAMES, f"change it with `dpproxy budget set {name}` and"
+    )
+    if problem is not None:
+        print(f"warning: {name}: {problem}", file=sys.stderr)
+
+
 def _or(value: Epsilon | None, current: Epsilon) -> Epsilon:
     return current if value is None else value
 
@@ -185,6 +236,7 @@ def analyst_add(settings: Settings, args: argparse.Namespace, command: str) -> i
         verifier = make_verifier(read_password(f"password for {args.name}: "))
         record = store.add_analyst(args.name, verifier, budget, change(command))
     print(f"{args.name}: {record.reason} (audit record {record.id})")
+    _warn_default_query(args.name, budget)
     return 0
 
 
@@ -290,6 +342,7 @@ def _change_budget(
         after = _active(store, name)
     print(f"{name}: {record.reason} (audit record {record.id})")
     print(f"{name}: {after.spent.plain} spent, {after.remaining.plain} left; applies at once")
+    _warn_default_query(name, after.budget)
     return 0
 
 

@@ -98,7 +98,11 @@ class PostgresBackend:
                 client_encoding="UTF8",
             )
         except psycopg.Error as error:
-            raise BackendError(f"cannot connect to PostgreSQL: {error}") from None
+            text = str(error).strip().replace("\n", " ")
+            raise BackendError(
+                f"cannot connect to PostgreSQL: {text}; check [backend] dsn (host, port, user, "
+                "password, database) and that the server is running and reachable"
+            ) from None
         self._all.add(conn)
         return conn
 

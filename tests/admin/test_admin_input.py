@@ -323,12 +323,16 @@ def _subcommands() -> dict[str, argparse.ArgumentParser]:
     return found
 
 
+#: Options every command takes, documented once (test_the_options_of_every_command_...).
+EVERY_COMMAND = ("--help", "--config", "--log-level")
+
+
 def _options(parser: argparse.ArgumentParser) -> list[str]:
     return [
         option
         for action in parser._actions
         for option in action.option_strings
-        if option.startswith("--") and option not in ("--help", "--config")
+        if option.startswith("--") and option not in EVERY_COMMAND
     ]
 
 
@@ -358,6 +362,55 @@ def test_every_serve_demo_and_passwd_option_is_in_the_readme() -> None:
         text = _lines_naming(README, command)
         for option in _options(_subcommands()[command]):
             assert re.search(rf"{re.escape(option)}\b", text), f"README lacks {command} {option}"
+
+
+def test_every_option_of_every_command_is_in_the_readme_command_table() -> None:
+    """The README's command table lists each command with all the options its --help
+    shows, as docs/admin.md does: neither may fall behind the other or the parser."""
+    table = README[README.index("| command | what it does |") :].split("\n\n")[0]
+    for command, parser in _subcommands().items():
+        text = _lines_naming(table, command)
+        assert text, f"the README's command table does not name `dpproxy {command}`"
+        for option in _options(parser):
+            assert re.search(rf"{re.escape(option)}\b", text), (
+                f"the README's command table lacks `dpproxy {command} {option}`"
+            )
+
+
+def test_the_options_of_every_command_and_of_dpproxy_itself_are_documented() -> None:
+    """--log-level (before or after the command) and --version: in the README's command
+    table, admin.md's introduction and operations.md; every command takes --log-level."""
+    operations = (ROOT / "docs" / "operations.md").read_text()
+    table = README[README.index("| command | what it does |") :].split("\n\n")[0]
+    intro = ADMIN_DOC.split("\n## ")[0]
+    top = build_parser()
+    for option in ("--log-level", "--version"):
+        assert option in [o for a in top._actions for o in a.option_strings]
+        for name, text in (("README", table), ("admin.md", intro), ("operations.md", operations)):
+            assert f"dpproxy {option}" in text, f"{name} does not document dpproxy {option}"
+    assert "after the command" in intro and "after the command" in table
+    for command, parser in _subcommands().items():
+        taken = [o for a in parser._actions for o in a.option_strings]
+        assert "--log-level" in taken, f"`dpproxy {command}` does not take --log-level"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["serve", "--log-level", "debug"],
+        ["--log-level", "debug", "serve"],
+        ["demo", "--no-serve", "--log-level", "debug"],
+        ["budget", "show", "--log-level", "debug"],
+        ["--log-level", "error", "audit", "list", "--log-level", "debug"],
+    ],
+)
+def test_log_level_is_accepted_before_and_after_the_command(argv: list[str]) -> None:
+    assert build_parser().parse_args(argv).log_level == "debug"
+
+
+def test_log_level_before_the_command_is_kept_when_not_given_after() -> None:
+    assert build_parser().parse_args(["--log-level", "error", "serve"]).log_level == "error"
+    assert build_parser().parse_args(["serve"]).log_level == "info"
 
 
 def test_the_readme_names_the_commands_without_config() -> None:

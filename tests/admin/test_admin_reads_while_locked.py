@@ -69,5 +69,6 @@ def test_read_only_commands_answer_while_another_process_writes(
         # A change still waits for the lock, then fails closed.
         code, out, err = run(capsys, monkeypatch, "budget", "grant", "alice", "1", *c)
         assert code != 0 and "locked" in err, (out, err)
+        assert "or raise [state] lock_timeout_seconds" in err  # the setting, by its name
     code, out, err = run(capsys, monkeypatch, "audit", "verify", *c)
     assert code == 0 and "audit log intact: 3 records" in out, err

@@ -17,6 +17,7 @@ from proxy.settings import (
     ServerSettings,
     Settings,
     StateSettings,
+    load_settings,
 )
 from rewriter.policy import ColumnPolicy, TablePolicy
 from tests.admin.cli import run
@@ -222,6 +223,19 @@ def test_the_numeric_and_boolean_settings_are_all_covered() -> None:
             'privacy_unit = "patient_id -> nosuch"\nmax_rows_per_unit = 30',
             '"<column> -> <table>.<column>"',
         ),
+        # A path written with another arrow: before, config check passed it (a column of
+        # that name) and only serve refused it, for the database has no such column.
+        (
+            'privacy_unit = "patient_id"\nmax_rows_per_unit = 30',
+            'privacy_unit = "patient_id => patients"\nmax_rows_per_unit = 30',
+            'tables.visits.privacy_unit: "patient_id => patients" is neither a column name nor '
+            'a foreign-key path of the form "<column> -> <table>.<column>" (written with ->',
+        ),
+        (
+            'privacy_unit = "patient_id"\nmax_rows_per_unit = 30',
+            'privacy_unit = "patient_id → patients.patient_id"\nmax_rows_per_unit = 30',
+            "is neither a column name nor a foreign-key path",
+        ),
     ],
 )
 def test_config_check_refuses_a_privacy_unit_path_serve_refuses(
@@ -258,16 +272,34 @@ def test_a_cycle_through_two_tables_is_reported_once(
     assert "(patients -> visits -> patients)" in err
 
 
+@pytest.mark.parametrize(
+    "path",
+    [
+        "patient_id -> patients.patient_id",
+        # The spaces are optional, as docs/configuration.md says: the same path.
+        "patient_id->patients.patient_id",
+        " patient_id ->patients . patient_id ",
+    ],
+)
 def test_a_valid_privacy_unit_path_passes(
-    config: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    config: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, path: str
 ) -> None:
     _with(
         config,
         'privacy_unit = "patient_id"\nmax_rows_per_unit = 30',
-        'privacy_unit = "patient_id -> patients.patient_id"\nmax_rows_per_unit = 30',
+        f'privacy_unit = "{path}"\nmax_rows_per_unit = 30',
     )
     code, out, err = run(capsys, monkeypatch, "config", "check", str(config))
     assert code == 0 and "valid configuration" in out, err
+    visits = load_settings(config).tables["visits"]
+    assert visits.unit_link == ("patient_id", "patients", "patient_id")
+
+
+def test_the_documented_privacy_unit_forms_are_the_accepted_ones() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text()
+    row = next(line for line in doc.splitlines() if line.startswith("| `privacy_unit` |"))
+    assert "the spaces around it and around the dot are optional" in row
+    assert '`"purchase_id => purchases"`' in row
 
 
 def test_demo_schema_without_postgres_is_refused(
