@@ -229,8 +229,36 @@ def _domain(key: exp.Expr, scope: Scope, original: exp.Expr) -> tuple[tuple[Doma
             exp.Or,
         ),
     ):
-        return (True, False, None), "BOOLEAN"
+        # NULL too, unless the condition can never be NULL (x IS NULL, COALESCE(x, 0) > 5):
+        # PostgreSQL shows no NULL group for it, and a noisy empty one would puzzle.
+        return ((True, False) if _never_null(node) else (True, False, None)), "BOOLEAN"
     raise _NoDomain("a public domain")
+
+
+def _never_null(node: exp.Expr) -> bool:
+    """Whether a condition (or a value in one) is never NULL on any row, whatever the
+    columns hold: IS [NOT] NULL, a constant, COALESCE ending in one, and NOT, -, AND, OR,
+    comparisons, LIKE, BETWEEN and IN of such. A column may be NULL."""
+    if isinstance(node, exp.Paren):
+        return _never_null(node.this)
+    if isinstance(node, exp.Is):
+        return True
+    if isinstance(node, (exp.Literal, exp.Boolean)):
+        return True
+    if isinstance(node, exp.Coalesce):
+        return any(_never_null(part) for part in [node.this, *node.expressions])
+    if isinstance(node, (exp.Not, exp.Neg)):
+        return _never_null(node.this)
+    if isinstance(node, exp.Between):
+        return all(_never_null(node.args[k]) for k in ("this", "low", "high"))
+    if isinstance(node, exp.In):
+        found = node.expressions
+        return bool(found) and _never_null(node.this) and all(_never_null(v) for v in found)
+    if isinstance(node, (exp.Like, exp.ILike)) and node.args.get("escape") is None:
+        return _never_null(node.this) and _never_null(node.expression)
+    if isinstance(node, (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.And, exp.Or)):
+        return _never_null(node.this) and _never_null(node.expression)
+    return False
 
 
 #: A cast that leaves a column of this type as it is.
