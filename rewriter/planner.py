@@ -19,8 +19,10 @@ from rewriter.mechanisms import DiscreteGaussian, DiscreteLaplace
 from rewriter.parse import parse_statement
 from rewriter.partition_selection import PartitionSelection
 from rewriter.passes.aggregates import find_aggregates
+from rewriter.passes.any_arrays import any_arrays
 from rewriter.passes.bias_checks import CheckSpec, plan_checks, unchecked
 from rewriter.passes.bound_per_unit import bounded_query
+from rewriter.passes.cast_constants import cast_constants
 from rewriter.passes.check_joins import check_joins
 from rewriter.passes.check_predicate import check_predicate
 from rewriter.passes.check_shape import check_shape
@@ -42,6 +44,11 @@ from rewriter.quantile_selection import QuantileSelection
 Dialect = Literal["duckdb", "postgres"]
 
 PASSES = (
+    "any_arrays: x = ANY(array of constants) as x IN (…) ('{A,B}', a bound list), and"
+    " comparisons and LIKE with ANY or ALL of a typed array as OR or AND of one per element",
+    "cast_constants: constants written with a cast (what drivers bind: LIKE 'I%'::varchar,"
+    " LIMIT 2::integer) read as the constants where PostgreSQL's value and meaning are the"
+    " same; LIMIT ALL, LIMIT NULL and OFFSET NULL dropped",
     "current_time: CURRENT_DATE, now() … and the constant date arithmetic around them as"
     " literals, at the time the statement arrived",
     "released_source: a query around a DP subquery (BI tools' wrappers) is post-processing"
@@ -128,6 +135,8 @@ def plan(sql: str, catalog: Catalog, request: PlanRequest) -> Plan:
 def _plan(sql: str, catalog: Catalog, request: PlanRequest) -> Plan:
     catalog = catalog.in_zone(request.time_zone)
     statement = parse_statement(sql)
+    any_arrays(statement)
+    cast_constants(statement)
     clock = current_time(statement, request.now, request.time_zone)
     return _planned(statement, catalog, request, clock=clock)
 

@@ -18,9 +18,9 @@ from sqlglot import exp
 from rewriter.catalog import ColumnType
 from rewriter.errors import Rejected
 from rewriter.output_names import function_name
-from rewriter.passes.check_types import VALUE_CONTEXTS, check_types, value_kind
-from rewriter.passes.row_functions import is_row_function, restored, row_functions
-from rewriter.passes.value_types.kinds import NULL, NUMBER
+from rewriter.passes.check_types import VALUE_CONTEXTS, check_types, is_boolean_count, value_kind
+from rewriter.passes.row_functions import MAX_NODES, is_row_function, restored, row_functions
+from rewriter.passes.value_types.kinds import BOOLEAN, NULL, NUMBER
 from rewriter.scope import Scope
 from rewriter.sql_values import TINY, number
 
@@ -154,7 +154,7 @@ def check_predicate(
         for resolved, standin in standins:
             standin.replace(resolved)
     checked: exp.Expr = holder.this.pop()  # a copy of its own (the first transform's)
-    return _Portable(scope, cleaned=where in VALUE_CONTEXTS).rewrite(checked)
+    return _Portable(scope, where, cleaned=where in VALUE_CONTEXTS).rewrite(checked)
 
 
 def _check_bucketed(node: exp.Expr, scope: Scope, where: str) -> None:
@@ -186,8 +186,9 @@ class _Portable:
     by their cleaned values later (``bound_per_unit.clean``: finite, within their bounds, and
     DOUBLE for FLOAT and DECIMAL columns); otherwise it reads the columns' raw values."""
 
-    def __init__(self, scope: Scope, *, cleaned: bool) -> None:
+    def __init__(self, scope: Scope, where: str, *, cleaned: bool) -> None:
         self.scope = scope
+        self.where = where
         self.cleaned = cleaned
 
     def rewrite(self, node: exp.Expr) -> exp.Expr:
@@ -207,6 +208,12 @@ class _Portable:
             # Returning a new node: the transform does not descend into x, rewritten here.
             value = self.rewrite(node.this.copy())
             return width_bucket_case(node, value, guarded=not self._fits_double(value))
+        if (
+            isinstance(node, exp.Cast)
+            and is_boolean_count(node)
+            and value_kind(node.this, self.scope, self.where) == BOOLEAN
+        ):
+            return self._boolean_count(node)
         if isinstance(node, (exp.Div, exp.Mod)):
             # Dividing by zero fails on some engines: NULL instead, on every engine, so that
             # whether some row has a zero divisor cannot show as an error.
@@ -221,6 +228,31 @@ class _Portable:
         ):
             return self._round(node)
         return node
+
+    def _boolean_count(self, node: exp.Cast) -> exp.Expr:
+        """CAST(b AS INTEGER) of a boolean b: CASE WHEN b THEN 1 WHEN NOT b THEN 0 END, its
+        value on PostgreSQL and DuckDB (NULL for NULL). As a cast it would become one to
+        bigint inside an aggregate (``bound_per_unit.clean`` computes integers as
+        bigint), which PostgreSQL does not have for a boolean; as a CASE of constants it
+        is bounded to [0, 1] there (``rewriter.intervals``) and is a key with a public
+        domain (1, 0, NULL) in GROUP BY. b is written twice: casts nested in b double it
+        at each level, so an expression beyond MAX_NODES nodes is refused."""
+        value = self.rewrite(node.this.copy())
+        negated = value.copy() if isinstance(value, exp.Paren) else exp.Paren(this=value.copy())
+        made = exp.Case(
+            ifs=[
+                exp.If(this=value, true=exp.Literal.number(1)),
+                exp.If(this=exp.Not(this=negated), true=exp.Literal.number(0)),
+            ]
+        )
+        if sum(1 for _ in made.walk()) > MAX_NODES:
+            raise Rejected(
+                f"{node.sql(dialect='postgres')} in {self.where}: boolean casts nested in one "
+                "another make the statement too large",
+                sqlstate="54001",
+                hint="cast each condition once, e.g. SUM((stay > 0)::int)",
+            )
+        return made
 
     def _round(self, node: exp.Round) -> exp.Expr:
         """round(x, d) of a floating-point x. PostgreSQL has round(numeric, d) but no

@@ -5,7 +5,9 @@ channel around the noise. So a resolved row-level expression may not cast a valu
 type it might not fit (text to a number, a real to an integer, a narrowing integer), nor
 compare or combine values of unrelated types (DuckDB would cast a text column to a number
 to compare it with ``5``, and fail on the first non-numeric value). Literals may be cast
-freely: whether they fit does not depend on the data. But a constant still meets the
+freely: whether they fit does not depend on the data. A boolean cast to integer is 1, 0 or
+NULL and never fails (``(x > 0)::int``; PostgreSQL has no other cast of a boolean to a
+number, and dpproxy refuses them as it does). But a constant still meets the
 column it is compared with: numbers are spelled so that DuckDB compares them as DOUBLE
 (``value_types.comparisons.numbers_meet``: ``i > (0.5)`` would convert each ``i`` to a
 DECIMAL it may not fit), and a date meets a timestamp only written as a literal (DuckDB
@@ -134,6 +136,8 @@ def _find_kind(node: exp.Expr, scope: Scope, where: str, memo: TypeMemo, *, raw:
         return BOOLEAN
     if isinstance(node, exp.Cast):
         source = _kind(node.this, scope, where, memo, raw=raw)
+        if source == BOOLEAN and node.to.this in _NUMBER_TYPES:
+            return _boolean_number(node, where)
         return cast_kind(node, source, scope, where, raw=raw)
     if isinstance(node, exp.Extract) and raw:  # inside aggregates: rewriter.intervals
         return extract_kind(node, _kind(node.expression, scope, where, memo), where)
@@ -185,6 +189,40 @@ def _find_kind(node: exp.Expr, scope: Scope, where: str, memo: TypeMemo, *, raw:
     if isinstance(node, (exp.DateTrunc, exp.TimestampTrunc)):
         return date_trunc_kind(node, found, where, raw=raw)
     return OTHER
+
+
+#: The number types a cast may name. PostgreSQL casts a boolean to integer only.
+_NUMBER_TYPES = frozenset(
+    {
+        exp.DataType.Type.INT,
+        exp.DataType.Type.BIGINT,
+        exp.DataType.Type.SMALLINT,
+        exp.DataType.Type.TINYINT,
+        exp.DataType.Type.DOUBLE,
+        exp.DataType.Type.FLOAT,
+        exp.DataType.Type.DECIMAL,
+    }
+)
+
+
+def is_boolean_count(node: exp.Cast) -> bool:
+    """A cast to ``integer`` (``int4``; of a boolean: true 1, false 0, NULL NULL)."""
+    return node.to.this == exp.DataType.Type.INT and not node.to.expressions
+
+
+def _boolean_number(node: exp.Cast, where: str) -> str:
+    """A boolean cast to a number: ``(x > 0)::int`` is 1, 0 or NULL and never fails
+    (PostgreSQL's ``int4(boolean)``; ``check_predicate`` writes it as a CASE, which both
+    engines compute alike, also where an aggregate's values are computed as bigint).
+    PostgreSQL has no cast of a boolean to any other number type."""
+    if not is_boolean_count(node):
+        raise Rejected(
+            f"{node.sql(dialect='postgres')} in {where}: cannot cast type boolean to "
+            f"{node.to.sql(dialect='postgres').lower()}",
+            sqlstate="42846",
+            hint="cast a boolean to integer: CAST(x > 0 AS INTEGER), or (x > 0)::int",
+        )
+    return NUMBER
 
 
 def _comparable(

@@ -345,6 +345,14 @@ EXPECTED: dict[str, list[list[object]]] = {
             reference.sum_stay([stay_nullif_2(r) for r in SAMPLE_ROWS if concat_kept(r)]),
         ]
     ],
+    # department = ANY('{A,B}') is department IN ('A', 'B'); stay <> ALL(ARRAY[0, 12]) is
+    # stay <> 0 AND stay <> 12 (NULL for a NULL stay: visit 6 is left out).
+    "any_arrays": [
+        [reference.count_rows(SAMPLE_ROWS, lambda r: r[4] is not None and r[4] not in (0, 12))]
+    ],
+    # Constants with casts, as drivers send them: the department LIKE 'A%' (visits 1, 2, 5,
+    # 6, 8), costs below 20 'low' (visit 1); (stay > 2)::int = 1 of visit 8 (raw values).
+    "cast_constants": [["high", 4, 1], ["low", 1, 0]],
     "where_functions": [
         [
             reference.sum_stay(
