@@ -32,6 +32,7 @@ from rewriter.passes.current_time import current_time
 from rewriter.passes.distinct import check_distinct_delta, distinct
 from rewriter.passes.engine_limits import check_engine_limits
 from rewriter.passes.group_keys import domain_cells, from_data, group_keys
+from rewriter.passes.like_escapes import like_escapes
 from rewriter.passes.local_times import local_times
 from rewriter.passes.measurements import MeasureKind, MeasurementSpec, plan_measurements
 from rewriter.passes.post_process import post_query
@@ -76,6 +77,8 @@ PASSES = (
     "post_process: select list, HAVING, ORDER BY, LIMIT over the released values",
     "collations: on PostgreSQL, the text each LIKE and ILIKE matches is read under the"
     " database's default collation (a nondeterministic one fails on the rows reaching it)",
+    "like_escapes: on DuckDB (and in post-processing), ESCAPE '\\' after each LIKE and ILIKE"
+    " whose pattern holds a backslash, PostgreSQL's default escape character",
     "local_times: each timestamp with time zone read as its local time in the session's"
     " TimeZone, written so (compared ones stay instants, value_types.zoned)",
     "constants: the constant expressions of the bounded query, which the proxy evaluates"
@@ -192,6 +195,8 @@ def _planned(statement: exp.Expr, catalog: Catalog, request: PlanRequest, *, clo
     zone = local_times(query)
     if request.dialect == "postgres":
         default_collation(query)  # LIKE never fails for a column's collation
+    else:
+        like_escapes(query)  # a backslash in a LIKE pattern escapes, as in PostgreSQL
     found = constants(query, request.dialect)
     if zone is not None:  # the engine must know the zone, or the query is refused free
         found = (*found, zone_probe(zone, request.dialect))

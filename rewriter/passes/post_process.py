@@ -20,6 +20,7 @@ from collections.abc import Collection
 from sqlglot import exp
 
 from rewriter.passes.aggregates import PostQuery
+from rewriter.passes.like_escapes import like_escapes
 from rewriter.passes.post_functions import ColumnKinds, Kind, plain_div, post_functions
 from rewriter.passes.post_numeric import numeric_casts
 
@@ -57,7 +58,7 @@ def post_query(post: PostQuery, integers: Collection[str] = ()) -> str:
         query = query.limit(post.limit, copy=False)
     if post.offset is not None:
         query = query.offset(post.offset, copy=False)
-    return query.sql(dialect="duckdb")
+    return like_escapes(query).sql(dialect="duckdb")
 
 
 def post_written(

@@ -31,6 +31,7 @@ from rewriter.errors import Rejected
 from rewriter.output_names import output_name
 from rewriter.passes.aggregates import check_post_node
 from rewriter.passes.check_shape import check_alias, check_table, clause_hint, refuse_extra
+from rewriter.passes.like_escapes import like_escapes
 from rewriter.passes.post_functions import Kind, kind
 from rewriter.passes.post_process import post_written
 from rewriter.passes.post_windows import post_window, window_part
@@ -225,7 +226,7 @@ def wrapped_post_sql(wrapped: Wrapped, inner_post_sql: str) -> str:
     known = _column_kinds(parsed)
     where = "a query around a DP subquery"
     written = post_written(outer, (), lambda c: known.get(c.name.lower(), Kind.UNKNOWN), where)
-    return f'WITH "{name}" AS ({inner_post_sql}) {written.sql(dialect="duckdb")}'
+    return f'WITH "{name}" AS ({inner_post_sql}) {like_escapes(written).sql(dialect="duckdb")}'
 
 
 def _column_kinds(select: exp.Select) -> dict[str, Kind]:
