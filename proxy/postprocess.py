@@ -20,6 +20,7 @@ import duckdb
 
 from proxy.seam import ColumnDescription
 from rewriter import Accuracy, Release
+from rewriter.derived_intervals import Span
 from rewriter.passes.post_process import RELEASED
 
 # DuckDB result type -> (PostgreSQL type OID, size)
@@ -62,6 +63,9 @@ def _reason(error: duckdb.Error) -> str:
 class Answer:
     columns: tuple[ColumnDescription, ...]
     rows: tuple[tuple[str | None, ...], ...]
+    #: Per row, the spans of the released row it shows (``Release.spans``), when the
+    #: post-query keeps whole released rows and some aggregate has a span; else empty.
+    spans: tuple[tuple[Span | None, ...], ...] = ()
 
 
 class PostProcessor:
@@ -77,8 +81,30 @@ class PostProcessor:
                 for name, i in zip(names, positions, strict=True)
             )
             rows = tuple(tuple(format_value(row[i]) for i in positions) for row in release.rows)
-            return Answer(columns, rows)
+            return Answer(columns, rows, release.spans)
+        kept = _projection(release.columns, post_sql, row_clauses=True)
+        if release.spans and kept is not None and _ROW not in kept[0]:
+            return self._with_spans(release, post_sql)
         return self._query(release.columns, release.rows, post_sql)
+
+    def _with_spans(self, release: Release, post_sql: str) -> Answer:
+        """The post-query of whole released rows (HAVING, ORDER BY, LIMIT), run once with
+        each row's position as a last column, which says whose spans each answer row gets
+        (run twice, rows that tie in ORDER BY could come in another order)."""
+        match = _PROJECTION.match(post_sql)
+        if match is None:
+            raise PostProcessError("not a projection of released rows")
+        items_end = match.end(1)
+        numbered = post_sql[:items_end] + f', "{_ROW}" AS "{_ROW}"' + post_sql[items_end:]
+        columns = (*release.columns, (_ROW, "BIGINT"))
+        rows = [(*row, index) for index, row in enumerate(release.rows)]
+        ran = self._query(columns, rows, numbered)
+        positions = [int(str(row[-1])) for row in ran.rows]
+        return Answer(
+            ran.columns[:-1],
+            tuple(row[:-1] for row in ran.rows),
+            tuple(release.spans[i] for i in positions),
+        )
 
     def describe(self, columns: Sequence[tuple[str, str]], post_sql: str) -> Answer:
         """The post-query's columns, computed over an empty relation."""
@@ -139,6 +165,9 @@ def _sample(kind: str, which: int) -> object:
     return None
 
 
+#: The released rows' positions, for ``PostProcessor._with_spans`` (no released column has
+#: this name; an output named so goes without them, its averages' _ci95 NULL).
+_ROW = "released row"
 _PROJECTION = re.compile(r'SELECT ((?:"[ak]\d+" AS "[^"]+"(?:, )?)+) FROM "' + RELEASED + r'"')
 #: The same select list, then clauses that keep or reorder whole rows (WHERE from HAVING,
 #: ORDER BY, LIMIT, OFFSET): each column's interval and bias flag stay as they are.
@@ -208,18 +237,28 @@ def with_intervals(
     answer: Answer, columns: tuple[ReportColumn, ...], bias: Sequence[bool | None]
 ) -> Answer:
     """``answer`` with, per aggregate column, ``<name>_ci95`` (DOUBLE PRECISION, the
-    half-width) and ``<name>_bias`` (BOOLEAN, from ``Release.bias``: NULL when not checked),
-    each the same on every row. ``bias`` may be empty (describing a query: no release)."""
+    half-width) and ``<name>_bias`` (BOOLEAN, from ``Release.bias``: NULL when not checked).
+    A count's or sum's half-width is the same on every row; an average's, variance's or
+    standard deviation's is its row's (``answer.spans``: the ± covering its span on both
+    sides, ``Infinity`` when unbounded). ``bias`` may be empty (describing a query: no
+    release)."""
     described: list[ColumnDescription] = []
-    extra: list[str | None] = []
     for column in columns:
         described.append(ColumnDescription(column.name + INTERVAL_SUFFIX, *_FLOAT8))
         described.append(ColumnDescription(column.name + BIAS_SUFFIX, *_BOOLEAN))
-        width = column.half_width_95
-        extra.append(None if width is None else format_value(float(width)))
-        extra.append(format_value(bias[column.output] if column.output < len(bias) else None))
-    added = tuple(extra)
-    return Answer(answer.columns + tuple(described), tuple(row + added for row in answer.rows))
+    rows = []
+    for index, row in enumerate(answer.rows):
+        extra: list[str | None] = []
+        for column in columns:
+            width = column.half_width_95
+            if width is None and index < len(answer.spans):
+                span = answer.spans[index][column.output]
+                width = None if span is None else span.half_width
+            extra.append(None if width is None else format_value(float(width)))
+            flag = bias[column.output] if column.output < len(bias) else None
+            extra.append(format_value(flag))
+        rows.append(row + tuple(extra))
+    return Answer(answer.columns + tuple(described), tuple(rows), answer.spans)
 
 
 def _oid(duckdb_type: str) -> tuple[int, int]:

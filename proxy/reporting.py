@@ -9,6 +9,7 @@ from values the pipeline already has, and changes nothing that is charged or rec
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from decimal import Decimal
 from typing import Literal
@@ -20,6 +21,7 @@ from proxy.postprocess import Answer, ReportColumn, interval_columns, with_inter
 from proxy.seam import Notice, StatementResult
 from rewriter import Plan, Release
 from rewriter.bias import CHECK_SHARE
+from rewriter.derived_intervals import Span
 
 #: ``SET dpproxy.report``: intervals (and bias flags) in a NOTICE only, or also as
 #: ``<name>_ci95`` and ``<name>_bias`` columns.
@@ -111,8 +113,11 @@ def detail(query_plan: Plan, released: Release, bias_check: bool = False) -> str
     """The NOTICE's detail: the 95% interval of each aggregate's noise, the bounds, what
     the bias checks found (``SET dpproxy.bias_check = on``) and the free bias hints."""
     intervals = []
-    for accuracy in released.accuracy:
-        if accuracy.half_width_95 is not None:
+    for index, accuracy in enumerate(released.accuracy):
+        spans = [row[index] for row in released.spans]
+        if any(span is not None for span in spans):
+            intervals.append(f"{accuracy.label} {spread_text([s for s in spans if s])}")
+        elif accuracy.half_width_95 is not None:
             intervals.append(f"{accuracy.label} ±{format_width(accuracy.half_width_95)}")
         elif accuracy.note:
             intervals.append(f"{accuracy.label}: {accuracy.note}")
@@ -163,6 +168,44 @@ def _bias_checks(query_plan: Plan, released: Release, bias_check: bool) -> str:
 
 def _delta(budget: AnalystBudget) -> str:
     return format_delta(budget.delta)
+
+
+def spread_text(spans: list[Span]) -> str:
+    """An average's, variance's or standard deviation's interval: for one group the ± that
+    covers both sides and where its noise-free value lies; for several, the range of the ±
+    over the groups; and where the noisy count is within its noise of 0, that it is
+    unbounded (``rewriter.derived_intervals``)."""
+    bounded = [span for span in spans if span.bounded]
+    unreliable = len(spans) - len(bounded)
+    if len(spans) == 1:
+        (span,) = spans
+        if not bounded:
+            return f"unbounded: its noisy count is {_UNRELIABLE}"
+        places = _places(span.half_width)
+        return (
+            f"±{format_width(span.half_width)} (between {span.lower:,.{places}f} and "
+            f"{span.upper:,.{places}f})"
+        )
+    widths = sorted(span.half_width for span in bounded)
+    text = ""
+    if widths:
+        low, high = format_width(widths[0]), format_width(widths[-1])
+        text = f"±{low}" if low == high else f"±{low} to ±{high} by group"
+    if unreliable:
+        text += (", " if text else "") + (
+            f"unbounded in {unreliable} of {len(spans)} groups, whose noisy count is " + _UNRELIABLE
+        )
+    return text
+
+
+_UNRELIABLE = "too close to 0 for its noise (unreliable)"
+
+
+def _places(width: float) -> int:
+    """Decimal places that show a width's third significant digit."""
+    if width <= 0 or not math.isfinite(width):
+        return 0
+    return min(12, max(0, 2 - math.floor(math.log10(width))))
 
 
 def format_width(width: float) -> str:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from rewriter.bias import Check, average_hints, check_findings, combined
+from rewriter.derived_intervals import DerivedInterval, Noisy, Span, level
 from rewriter.mechanisms import DiscreteGaussian, DiscreteLaplace, NoiseSource
 from rewriter.partition_selection import PartitionSelection
 from rewriter.passes.aggregates import Aggregate
@@ -60,6 +61,11 @@ class Release:
     bias: tuple[bool | None, ...] = ()
     #: What the bias checks found, one sentence each (``SET dpproxy.bias_check = on``).
     checks: tuple[str, ...] = ()
+    #: Per row, per aggregate: the 95% span of an average, variance or standard deviation,
+    #: from that row's noisy totals (``rewriter.derived_intervals``); None for the others,
+    #: whose half-width is the same for every row (``accuracy``). Empty when no aggregate
+    #: has one.
+    spans: tuple[tuple[Span | None, ...], ...] = ()
 
 
 class ReleaseError(Exception):
@@ -188,12 +194,21 @@ class Plan:
             _release_column(m, [totals[i] for totals in per_cell], noise)
             for i, m in enumerate(self.measurements)
         ]
+        derived = tuple(self._derived(o) for o in self.outputs)
+        spans = []
         for index, (_, cell) in enumerate(cells):
             noisy = {
                 m.spec.key: column[index]
                 for m, column in zip(self.measurements, columns, strict=True)
             }
-            released.append((*cell, *(self._value(o, noisy) for o in self.outputs)))
+            values = tuple(self._value(o, noisy) for o in self.outputs)
+            released.append((*cell, *values))
+            spans.append(
+                tuple(
+                    None if d is None else d.span(noisy, float(v))
+                    for d, v in zip(derived, values, strict=True)
+                )
+            )
         # Groups left in ``exact`` are values the database found in the domain but Python's
         # equality does not (a collation, a type the catalog did not foresee): they are
         # not released. Failing here would fail the query only when such a row exists,
@@ -208,6 +223,7 @@ class Plan:
             hints,
             combined(found.flags, hinted),
             found.sentences,
+            tuple(spans) if any(d is not None for d in derived) else (),
         )
 
     def _selected(
@@ -287,6 +303,28 @@ class Plan:
                 return m
         raise ReleaseError(f"no measurement {key}")
 
+    def _derived(self, output: OutputSpec) -> DerivedInterval | None:
+        """How to bound an average's, variance's or standard deviation's noise from its
+        noisy totals, each at its share of the 5% (None for the other aggregates)."""
+        if output.aggregate in (Aggregate.SUM, Aggregate.QUANTILE) or output.denominator is None:
+            return None
+        if output.bounds is None:
+            raise ReleaseError("an average needs bounds")
+        keys = (output.numerator, output.denominator, output.squares)
+        used = [key for key in keys if key is not None]
+        totals = []
+        for key in used:
+            measured = self._measurement(key)
+            if isinstance(measured.mechanism, QuantileSelection):
+                raise ReleaseError(f"measurement {key} is not a noisy total")
+            step = 1.0 if measured.spec.grid is None else measured.spec.grid.step
+            totals.append(Noisy(key, step, measured.mechanism.half_width(level(len(used)))))
+        centre = self._measurement(output.numerator).spec.centre * totals[0].step
+        squares = totals[2] if len(totals) > 2 else None
+        return DerivedInterval(
+            output.aggregate, totals[0], totals[1], squares, centre, output.bounds
+        )
+
     def accuracy(self) -> tuple[Accuracy, ...]:
         """Per output, the 95% half-width of its noise (known before any data is read)."""
         result = []
@@ -299,9 +337,9 @@ class Plan:
             if output.aggregate is Aggregate.SUM and output.denominator is not None:
                 result.append(Accuracy(output.label, self._centred_sum_width(output)))
             elif output.aggregate is Aggregate.AVG:
-                result.append(Accuracy(output.label, None, "noisy sum / noisy count"))
+                result.append(Accuracy(output.label, None, _PER_GROUP + "sum and count"))
             elif output.squares is not None:
-                result.append(Accuracy(output.label, None, "from noisy Σx, Σx² and count"))
+                result.append(Accuracy(output.label, None, _PER_GROUP + "Σx, Σx² and count"))
             elif measured.spec.grid is not None:
                 result.append(Accuracy(output.label, width * measured.spec.grid.step))
             else:
@@ -324,6 +362,11 @@ class Plan:
             centred.spec.centre
         ) * count.mechanism.half_width(0.975)
         return float(steps) * grid.step
+
+
+#: An average's, variance's or standard deviation's note when no group is released (each
+#: released group has its own interval: ``Release.spans``).
+_PER_GROUP = "an interval per group, from its noisy "
 
 
 def _output_type(output: OutputSpec, plan: Plan) -> str:
