@@ -26,6 +26,7 @@ from functools import cached_property
 
 from proxy import parameters
 from proxy.copy_out import copy_messages
+from proxy.parameter_type_rules import ColumnOids
 from proxy.protocol import codec
 from proxy.protocol.messages import Bind, Close, Describe, Execute, Parse
 from proxy.protocol.values import (
@@ -132,7 +133,9 @@ class ExtendedQueries:
     a Describe made since the last one still holds, as nothing (a SET) could change it."""
     _ended: int = 0  # Session.transactions_ended when the portals were last looked at
 
-    def parse(self, msg: Parse) -> bytes:
+    def parse(self, msg: Parse, columns: ColumnOids | None = None) -> bytes:
+        """``columns``: the session's column types, which the statement's undeclared
+        parameters compared with a column take (proxy.parameter_types)."""
         if msg.statement and msg.statement in self.statements:
             raise QueryError(
                 DUPLICATE_PREPARED_STATEMENT,
@@ -141,7 +144,7 @@ class ExtendedQueries:
             )
         parameters.check_length(msg.query)
         self._check_room(msg.statement, msg.query)
-        parsed = parameters.prepare(msg.query, msg.parameter_types)
+        parsed = parameters.prepare(msg.query, msg.parameter_types, columns)
         self.statements[msg.statement] = PreparedStatement(parsed)
         return codec.parse_complete()
 
@@ -199,6 +202,10 @@ class ExtendedQueries:
     async def describe(self, session: Session, msg: Describe) -> bytes:
         if msg.kind == "S":
             statement = self._statement(msg.name)
+            # Before Bind, no value is known: the statement is planned with a stand-in for
+            # each parameter (proxy.parameter_stand_ins), which only tells its columns; it
+            # is planned and checked again with the real values at Execute, before any
+            # charge, and refused there (free) if those columns differ (_formats).
             columns = await session.describe(parameters.describe_sql(statement.parsed))
             # A statement's formats are not known until Bind: its RowDescription says text.
             formats = column_formats((), 0 if columns is None else len(columns))
@@ -286,6 +293,13 @@ class ExtendedQueries:
         requested = portal.result_formats
         if told is None and len(requested) <= 1 and BINARY_FORMAT not in requested:
             return None  # text, and the client was not told what columns to expect
+        # The columns of the statement with its real values. A Describe of the statement
+        # (``portal.statement.told``) was made with stand-ins for its parameters, of their
+        # types: the columns' names and types come from the statement's shape and those
+        # types, seldom from a value (a value that makes another literal: NaN for 0.5, a
+        # NULL); where they do differ, the client would misread the rows, so the portal
+        # is refused here, before the charge, as PostgreSQL refuses a plan whose result
+        # type changed.
         planned = await session.describe(portal.sql)
         if told is not None and _shape(told.columns) != _shape(planned):
             raise QueryError(
@@ -293,8 +307,9 @@ class ExtendedQueries:
                 "cached plan must not change result type",
                 detail=f"the statement was described with {_shown(told.columns)}; it would "
                 f"now return {_shown(planned)}",
-                hint="a SET (such as dpproxy.report) changed the statement's columns: "
-                "Describe it again, or Close it and prepare it again",
+                hint="a SET (such as dpproxy.report), or the parameters' values, changed "
+                "the statement's columns: Describe it again (or the portal, after Bind), "
+                "or Close it and prepare it again",
             )
         if planned is None:
             return None

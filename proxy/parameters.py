@@ -31,6 +31,9 @@ from sqlglot.errors import SqlglotError
 
 from proxy.copy_statement import is_copy
 from proxy.cursor_statements import query_start
+from proxy.parameter_stand_ins import Role, stand_ins
+from proxy.parameter_type_rules import ColumnOids
+from proxy.parameter_types import Inference, infer, parameter_number
 from proxy.protocol import values
 from proxy.protocol.values import Value, ValueFormatError, decode_parameter
 from proxy.seam import QueryError
@@ -50,28 +53,21 @@ DIALECT = "postgres"
 CANNOT_READ = "dpproxy cannot read this statement to bind its parameters"
 CANNOT_READ_HINT = "check the SQL; parameters are $1, $2, ... in place of values"
 
-# Types a `$n::type` cast tells the parameter's type by.
-_CAST_OIDS: dict[exp.DType, int] = {
-    exp.DataType.Type.SMALLINT: values.INT2,
-    exp.DataType.Type.INT: values.INT4,
-    exp.DataType.Type.BIGINT: values.INT8,
-    exp.DataType.Type.FLOAT: values.FLOAT4,
-    exp.DataType.Type.DOUBLE: values.FLOAT8,
-    exp.DataType.Type.DECIMAL: values.NUMERIC,
-    exp.DataType.Type.BOOLEAN: values.BOOL,
-    exp.DataType.Type.TEXT: values.TEXT,
-    exp.DataType.Type.VARCHAR: values.VARCHAR,
-    exp.DataType.Type.DATE: values.DATE,
-    exp.DataType.Type.TIMESTAMP: values.TIMESTAMP,
-    exp.DataType.Type.TIMESTAMPTZ: values.TIMESTAMPTZ,
-    exp.DataType.Type.UUID: values.UUID,
-}
+#: Errors of a value sent in text for an inferred type that bind as the text instead.
+_READ_AS_TEXT = frozenset(
+    {
+        values.INVALID_TEXT_REPRESENTATION,
+        values.NUMERIC_OUT_OF_RANGE,
+        values.DATETIME_FIELD_OVERFLOW,
+    }
+)
 
 
 @dataclass(frozen=True)
 class ParsedStatement:
     """A statement's text, its parsed tree (None when it has no placeholders) and the
-    type OID of each parameter: declared in Parse, else inferred (a cast, else text)."""
+    type OID of each parameter: declared in Parse, else inferred from where it stands
+    (proxy.parameter_types: a cast, a column it is compared with ..., else text)."""
 
     sql: str
     tree: exp.Expr | None
@@ -79,11 +75,22 @@ class ParsedStatement:
     #: Of ``DECLARE … FOR query``: the text before the query, which ``tree`` is of (the
     #: bound statement is this text, then the query bound as if it came alone); else "".
     head: str = ""
+    #: The parameters (numbered from 1) whose type dpproxy inferred from a context other
+    #: than a cast: a value sent in text that their type does not read (``'2024-1-1'``
+    #: for a date) is bound as a quoted string, as before dpproxy inferred types, which
+    #: the database reads as PostgreSQL reads a literal of unknown type there.
+    inferred: frozenset[int] = frozenset()
+    #: The literal each parameter stands in as at Describe (proxy.parameter_stand_ins).
+    stand_ins: tuple[exp.Expr, ...] = ()
 
 
-def prepare(sql: str, declared: Sequence[int]) -> ParsedStatement:
+def prepare(
+    sql: str, declared: Sequence[int], columns: ColumnOids | None = None
+) -> ParsedStatement:
     """Read ``sql`` once (at Parse time) and parse it if it has placeholders. Raise
-    QueryError where PostgreSQL's Parse fails too, and where dpproxy cannot tell."""
+    QueryError where PostgreSQL's Parse fails too, and where dpproxy cannot tell.
+    ``columns``: the types of the analyst's columns, which undeclared parameters compared
+    with them take (None: none known)."""
     check_length(sql)
     for oid in declared:
         if oid > MAX_TYPE_OID:
@@ -101,8 +108,15 @@ def prepare(sql: str, declared: Sequence[int]) -> ParsedStatement:
         return ParsedStatement(sql, None, ())
     declared_query = query_start(sql)  # DECLARE's query takes parameters as a query does
     if declared_query is not None and scanned.placeholders[0].start >= declared_query:
-        query = prepare(sql[declared_query:], declared)
-        return ParsedStatement(sql, query.tree, query.parameter_types, sql[:declared_query])
+        query = prepare(sql[declared_query:], declared, columns)
+        return ParsedStatement(
+            sql,
+            query.tree,
+            query.parameter_types,
+            sql[:declared_query],
+            query.inferred,
+            query.stand_ins,
+        )
     _refuse_in_session_statement(sql, scanned.placeholders[0])
     numbers = sorted(p.number for p in scanned.placeholders)
     count = max(numbers[-1], len(declared))
@@ -110,9 +124,10 @@ def prepare(sql: str, declared: Sequence[int]) -> ParsedStatement:
         raise QueryError(PROTOCOL_VIOLATION, f"too many parameters: {count}")
     if numbers[0] < 1:
         raise QueryError(UNDEFINED_PARAMETER, f"there is no parameter ${numbers[0]}")
-    tree = _parse(_spaced(sql, scanned.placeholders))
+    spaced = _spaced(sql, scanned.placeholders)
+    tree = _parse(spaced)
     nodes = list(tree.find_all(exp.Parameter))
-    if sorted(_number(n) or 0 for n in nodes) != numbers or any(
+    if sorted(parameter_number(n) or 0 for n in nodes) != numbers or any(
         n.arg_key == "alias" for n in nodes
     ):
         # sqlglot found other placeholders than PostgreSQL's rules do (it reads "@1" as
@@ -124,15 +139,29 @@ def prepare(sql: str, declared: Sequence[int]) -> ParsedStatement:
             # text, it would become a name.
             raise QueryError(
                 SYNTAX_ERROR,
-                f'syntax error at or near "${_number(node)}"',
+                f'syntax error at or near "${parameter_number(node)}"',
                 hint="a parameter stands for a value, never for a table or column name",
             )
-    placeholders = _placeholders(tree)
     types = [declared[i] if i < len(declared) else 0 for i in range(count)]
-    for index, node in placeholders.items():
-        if types[index - 1] == 0:
-            types[index - 1] = _infer(node)
-    return ParsedStatement(sql, tree, tuple(types))
+    known = {number: oid for number, oid in enumerate(types, 1) if oid != 0}
+    try:
+        inference = infer(tree, spaced, known, columns)
+        # What each place wants, declared types aside: the stand-ins follow it.
+        context = infer(tree, spaced, {}, columns) if known else inference
+    except RecursionError:  # nested deeper than the walk goes: text and NULL, as before
+        inference = context = Inference({}, {})
+    cast = {parameter_number(n) for n in nodes if isinstance(n.parent, exp.Cast)}
+    inferred: set[int] = set()
+    for number in _placeholders(tree):
+        if types[number - 1] == 0:
+            types[number - 1] = inference.types.get(number, values.TEXT)
+            if number not in cast:
+                inferred.add(number)
+    stand_ins = tuple(
+        _stand_in(oid, context.roles.get(number), context.types.get(number))
+        for number, oid in enumerate(types, 1)
+    )
+    return ParsedStatement(sql, tree, tuple(types), "", frozenset(inferred), stand_ins)
 
 
 def _refuse_in_session_statement(sql: str, first: Placeholder) -> None:
@@ -270,27 +299,10 @@ def scan(sql: str) -> Scan:
 def _placeholders(tree: exp.Expr) -> dict[int, exp.Parameter]:
     found: dict[int, exp.Parameter] = {}
     for node in tree.find_all(exp.Parameter):
-        number = _number(node)
+        number = parameter_number(node)
         if number is not None:
             found.setdefault(number, node)
     return found
-
-
-def _number(node: exp.Parameter) -> int | None:
-    inner = node.this
-    if isinstance(inner, exp.Literal) and not inner.is_string and inner.this.isdigit():
-        number = int(inner.this)
-        return number if number >= 1 else None
-    return None
-
-
-def _infer(node: exp.Parameter) -> int:
-    parent = node.parent
-    if isinstance(parent, exp.Cast) and parent.this is node:
-        oid = _CAST_OIDS.get(parent.to.this)
-        if oid is not None:
-            return oid
-    return values.TEXT
 
 
 def bind(
@@ -309,26 +321,43 @@ def bind(
             PROTOCOL_VIOLATION,
             f"bind message has {len(formats)} parameter formats but {len(parameters)} parameters",
         )
-    decoded: list[Value] = []
+    literals: list[exp.Expr] = []
     for index, (oid, data) in enumerate(zip(statement.parameter_types, parameters, strict=True)):
         fmt = formats[0] if len(formats) == 1 else (formats[index] if formats else 0)
         try:
-            decoded.append(decode_parameter(oid, data, fmt))
+            literals.append(literal(oid, decode_parameter(oid, data, fmt)))
         except ValueFormatError as error:
+            if data is not None and fmt == values.TEXT_FORMAT and _as_text(statement, index, error):
+                literals.append(exp.Literal.string(data.decode("utf-8")))
+                continue
             raise QueryError(error.sqlstate, f"parameter ${index + 1}: {error.message}") from None
     if statement.tree is None:  # every value was still checked, as PostgreSQL does
         return statement.sql
-    return substitute(
-        statement,
-        [literal(oid, v) for oid, v in zip(statement.parameter_types, decoded, strict=True)],
-    )
+    return substitute(statement, literals)
+
+
+def _as_text(statement: ParsedStatement, index: int, error: ValueFormatError) -> bool:
+    """Whether a value sent in text that parameter ``index`` (from 0) of an inferred type
+    does not read is bound as the quoted text instead (``ParsedStatement.inferred``)."""
+    return index + 1 in statement.inferred and error.sqlstate in _READ_AS_TEXT
 
 
 def describe_sql(statement: ParsedStatement) -> str:
-    """The statement with NULL for every parameter: enough to describe its columns."""
+    """The statement with a stand-in for every parameter (proxy.parameter_stand_ins): a
+    value of its type that every check accepts where it stands, to learn the columns the
+    statement returns before its values are known; NULL where its place tells nothing."""
     if statement.tree is None:
         return statement.sql
-    return substitute(statement, [exp.Null() for _ in statement.parameter_types])
+    return substitute(statement, statement.stand_ins)
+
+
+def _stand_in(oid: int, role: Role | None, wanted: int | None) -> exp.Expr:
+    for text in stand_ins(oid, role, wanted):
+        try:
+            return literal(oid, decode_parameter(oid, text.encode(), values.TEXT_FORMAT))
+        except ValueFormatError:
+            continue
+    return exp.Null()
 
 
 def substitute(statement: ParsedStatement, literals: Sequence[exp.Expr]) -> str:
@@ -337,7 +366,7 @@ def substitute(statement: ParsedStatement, literals: Sequence[exp.Expr]) -> str:
     try:
         tree = statement.tree.copy()
         for node in list(tree.find_all(exp.Parameter)):
-            number = _number(node)
+            number = parameter_number(node)
             if number is None or number > len(literals):
                 raise QueryError(UNDEFINED_PARAMETER, f"there is no parameter ${node.this}")
             node.replace(literals[number - 1].copy())

@@ -8,6 +8,7 @@ through :meth:`Session.execute`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Protocol
@@ -136,6 +137,12 @@ class Session(Protocol):
     async def execute(self, sql: str) -> StatementResult:
         """Run one statement (a Query message, one of its statements, or Execute of a
         portal). Raise QueryError."""
+        ...
+
+    def parameter_columns(self) -> Mapping[str, Mapping[str, int | None]]:
+        """The type OID of each column of the tables the session may query (table ->
+        column, lower case; None: a type parameters are not compared as), which an
+        undeclared parameter compared with the column takes (proxy.parameter_types)."""
         ...
 
     def begin_several(self) -> None:

@@ -768,7 +768,7 @@ class _Connection:
         fatal = False
         try:
             if isinstance(msg, Parse):
-                response = self.extended.parse(msg)
+                response = self.extended.parse(msg, session.parameter_columns())
                 self.extended.snapshot_taken(session, msg.statement)
             elif isinstance(msg, Bind):
                 response = self.extended.bind(msg)

@@ -31,6 +31,7 @@ from proxy.parameter_table import (
     is_placeholder,
     known,
 )
+from proxy.parameter_type_rules import ColumnOids, catalog_column_oids
 from proxy.pg_settings import MAX_CUSTOM_PARAMETERS, parameters_key, too_many_custom_parameters
 from proxy.pg_values import on_off, parse_bool, time_seconds
 from proxy.pipeline import Pipeline
@@ -173,6 +174,7 @@ class AnalystSession:
         # session started with, startup parameters included (as in PostgreSQL).
         self._defaults = self._settings()
         self._cursors = Cursors()  # DECLARE's, with the rows of their answers
+        self._parameter_columns: ColumnOids | None = None  # read at the first Parse
 
     @property
     def transaction_status(self) -> TransactionStatus:
@@ -230,6 +232,13 @@ class AnalystSession:
         except QueryError:
             self.abort_transaction()
             raise
+
+    def parameter_columns(self) -> ColumnOids:
+        """The type of each column of the analyst's tables, which a prepared statement's
+        undeclared parameter compared with it takes (proxy.parameter_types)."""
+        if self._parameter_columns is None:
+            self._parameter_columns = catalog_column_oids(self._pipeline.catalog)
+        return self._parameter_columns
 
     async def describe(self, sql: str) -> tuple[ColumnDescription, ...] | None:
         try:

@@ -103,7 +103,7 @@ def test_psycopg_placeholders_without_spaces(server: RunningServer) -> None:
             ("SELECT COUNT(*) FROM visits WHERE department=%s", [DEPARTMENT],
              f"department = '{DEPARTMENT}'"),
             ("SELECT COUNT(*) FROM visits WHERE length_of_stay>=(%s)", ["2"],
-             "length_of_stay >= ('2')"),
+             "length_of_stay >= (2)"),  # an int4 parameter, as PostgreSQL types it
             ("SELECT COUNT(*) FROM visits WHERE length_of_stay>=%s::int", ["2"],
              "length_of_stay >= CAST(2 AS INT)"),
             ("SELECT COUNT(*) FROM visits WHERE department<>'$1,$2' AND department<>%s",

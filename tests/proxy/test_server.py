@@ -120,6 +120,9 @@ class FakeSession:
             notices=(Notice("about to fail", severity="WARNING", code="01000"),),
         )
 
+    def parameter_columns(self) -> dict[str, dict[str, int | None]]:
+        return {}  # no tables: every undeclared parameter is text
+
     async def describe(self, sql: str) -> tuple[ColumnDescription, ...] | None:
         self.app.described.append(sql)
         s = sql.strip().rstrip(";").strip().upper()
