@@ -206,7 +206,7 @@ def _domain(key: exp.Expr, scope: Scope, original: exp.Expr) -> tuple[tuple[Doma
         default = node.args.get("default")
         for branch in [*branches, *([default] if default is not None else [])]:
             values.append(_literal(branch, original))
-        if default is None:
+        if default is None and not _exhaustive(node):
             values.append(None)
         unique = tuple(dict.fromkeys(values))
         return unique, _literal_type(unique)
@@ -233,6 +233,16 @@ def _domain(key: exp.Expr, scope: Scope, original: exp.Expr) -> tuple[tuple[Doma
         # PostgreSQL shows no NULL group for it, and a noisy empty one would puzzle.
         return ((True, False) if _never_null(node) else (True, False, None)), "BOOLEAN"
     raise _NoDomain("a public domain")
+
+
+def _exhaustive(case: exp.Case) -> bool:
+    """Whether some branch of a CASE always matches: two of its conditions are c and NOT c
+    for a c that is never NULL (a condition cast to an integer, ``(x IS NULL)::int``, is
+    ``CASE WHEN c THEN 1 WHEN NOT c THEN 0 END``): then it is never NULL for want of an
+    ELSE."""
+    conditions = [branch.this.unnest() for branch in case.args.get("ifs", [])]
+    negated = {c.this.unnest() for c in conditions if isinstance(c, exp.Not)}
+    return any(c in negated and _never_null(c) for c in conditions)
 
 
 def _never_null(node: exp.Expr) -> bool:

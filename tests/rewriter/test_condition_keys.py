@@ -74,3 +74,27 @@ def test_a_condition_that_can_be_null_keeps_its_null_group(
     assert made.keys[0].domain == (True, False, None)
     found = {row[0] for row in postgres.execute(sql.encode()).fetchall()}
     assert None in found  # the row of NULLs makes it NULL
+
+
+@pytest.mark.parametrize(
+    ("key", "domain"),
+    [
+        ("(cost IS NULL)::int", (1, 0)),
+        (
+            "CASE WHEN cost IS NULL THEN 'none' WHEN NOT cost IS NULL THEN 'some' END",
+            ("none", "some"),
+        ),
+        ("(stay > 3)::int", (1, 0, None)),
+        ("CASE WHEN cost IS NULL THEN 1 WHEN stay > 1 THEN 0 END", (1, 0, None)),
+    ],
+)
+def test_a_case_that_always_matches_has_no_null_group(
+    key: str, domain: tuple[object, ...], postgres: psycopg.Connection[tuple[object, ...]]
+) -> None:
+    """A condition cast to an integer is CASE WHEN c THEN 1 WHEN NOT c THEN 0 END: no
+    NULL when c is never NULL, as PostgreSQL's groups show."""
+    sql = f"SELECT {key} AS k, COUNT(*) FROM visits GROUP BY 1"
+    made = plan(sql, catalog("main"), PlanRequest(1.0))
+    assert made.keys[0].domain == domain
+    found = {row[0] for row in postgres.execute(sql.encode()).fetchall()}
+    assert (None in found) == (None in domain)
