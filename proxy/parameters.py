@@ -31,6 +31,7 @@ from sqlglot.errors import SqlglotError
 
 from proxy.copy_statement import is_copy
 from proxy.cursor_statements import query_start
+from proxy.parameter_arrays import ARRAY_ELEMENTS, array_literal, empty_array
 from proxy.parameter_stand_ins import Role, stand_ins
 from proxy.parameter_type_rules import ColumnOids
 from proxy.parameter_types import Inference, infer, parameter_number
@@ -325,6 +326,9 @@ def bind(
     for index, (oid, data) in enumerate(zip(statement.parameter_types, parameters, strict=True)):
         fmt = formats[0] if len(formats) == 1 else (formats[index] if formats else 0)
         try:
+            if oid in ARRAY_ELEMENTS and data is not None:  # a list: x = ANY(%s)
+                literals.append(array_literal(oid, data, fmt))
+                continue
             literals.append(literal(oid, decode_parameter(oid, data, fmt)))
         except ValueFormatError as error:
             if data is not None and fmt == values.TEXT_FORMAT and _as_text(statement, index, error):
@@ -352,6 +356,8 @@ def describe_sql(statement: ParsedStatement) -> str:
 
 
 def _stand_in(oid: int, role: Role | None, wanted: int | None) -> exp.Expr:
+    if oid in ARRAY_ELEMENTS:
+        return empty_array(oid)
     for text in stand_ins(oid, role, wanted):
         try:
             return literal(oid, decode_parameter(oid, text.encode(), values.TEXT_FORMAT))
