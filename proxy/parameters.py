@@ -403,10 +403,15 @@ def literal(oid: int, value: Value) -> exp.Expr:
             return _cast(str(value), exp.DataType.Type.DECIMAL)
         return exp.Literal.number(format(value, "f"))
     if isinstance(value, dt.datetime):
-        kind = exp.DataType.Type.TIMESTAMP
         if value.tzinfo is not None:
-            value = value.astimezone(dt.UTC).replace(tzinfo=None)
-        return _cast(value.isoformat(sep=" "), kind)
+            if oid == values.TIMESTAMPTZ:
+                # An instant: its text with its offset, which a timestamp with time zone
+                # reads as that instant in any session zone (rewriter.zones); a naive
+                # timestamp would be read as a local time of the session's zone.
+                return exp.Literal.string(value.isoformat(sep=" "))
+            # A timestamp without time zone: PostgreSQL's input ignores an offset.
+            value = value.replace(tzinfo=None)
+        return _cast(value.isoformat(sep=" "), exp.DataType.Type.TIMESTAMP)
     if isinstance(value, dt.date):
         return _cast(value.isoformat(), exp.DataType.Type.DATE)
     if isinstance(value, uuid.UUID):

@@ -45,8 +45,8 @@ FAILED_ON_NOISY_VALUES = "a function or operator failed on the noisy values"
 
 class PostProcessError(Exception):
     """The post-query failed (e.g. a cast of a noisy count to smallint). ``str()`` is
-    DuckDB's text, for the audit log and the server log; ``reason`` says what failed in
-    words for the analyst, without the engine's text or the internal SQL."""
+    DuckDB's text, for the server log only (it quotes the noisy value); ``reason`` says
+    what failed in words, for the analyst and the audit log (proxy.failures)."""
 
     def __init__(self, text: str, reason: str = FAILED_ON_NOISY_VALUES) -> None:
         super().__init__(text)

@@ -58,6 +58,15 @@ def test_text_parameters_become_quoted_literals() -> None:
         (values.DATE, b"2024-02-29", 0, "CAST('2024-02-29' AS DATE)"),
         (values.TIMESTAMP, struct.pack("!q", 1_500_000), 1,
          "CAST('2000-01-01 00:00:01.500000' AS TIMESTAMP)"),
+        # An instant keeps its offset (read as that instant in any session zone); a
+        # timestamp's input ignores an offset, as PostgreSQL's does; a timestamp with time
+        # zone without one is a local time of the session's zone.
+        (values.TIMESTAMPTZ, struct.pack("!q", 0), 1, "'2000-01-01 00:00:00+00:00'"),
+        (values.TIMESTAMPTZ, b"2024-01-01 12:00:00+02", 0, "'2024-01-01 12:00:00+02:00'"),
+        (values.TIMESTAMPTZ, b"2024-01-01 12:00", 0,
+         "CAST('2024-01-01 12:00:00' AS TIMESTAMP)"),
+        (values.TIMESTAMP, b"2024-01-01 12:00+05", 0,
+         "CAST('2024-01-01 12:00:00' AS TIMESTAMP)"),
         (values.UUID, uuid.UUID(int=1).bytes, 1, "'00000000-0000-0000-0000-000000000001'"),
         (values.INT4, None, 1, "NULL"),
     ],
