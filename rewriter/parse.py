@@ -52,6 +52,7 @@ def parse_statement(sql: str) -> exp.Expr:
         )
     statement = statements[0]
     _to_char_as_written(sql, statement)
+    _date_part_as_written(sql, statement)
     for node in statement.walk():
         node.comments = None  # the analyst's comments never reach the database
         meta = node._meta
@@ -104,6 +105,27 @@ def _to_char_as_written(sql: str, statement: exp.Expr) -> None:
             written = exp.Literal.string(text)
         arguments = [call.this] if written is None else [call.this, written]
         call.replace(exp.Anonymous(this="to_char", expressions=arguments))
+
+
+def _date_part_as_written(sql: str, statement: exp.Expr) -> None:
+    """``date_part('field', x)``, which sqlglot reads as EXTRACT and PostgreSQL names
+    date_part (an output column's name), recorded as written when every EXTRACT of the
+    statement was written so: the calls' order in the text need not be the tree's."""
+    if "date_part" not in sql.lower():
+        return
+    nodes = list(statement.find_all(exp.Extract))
+    if not nodes:
+        return
+    tokens = sqlglot.tokenize(sql, read="postgres")  # read once already by the parse
+    written = [
+        token.text.lower()
+        for token, following in zip(tokens, tokens[1:], strict=False)
+        if token.text.lower() in ("extract", "date_part")
+        and following.token_type == TokenType.L_PAREN
+    ]
+    if written and set(written) == {"date_part"} and len(written) == len(nodes):
+        for node in nodes:
+            node.meta[CALL_NAME] = "date_part"
 
 
 def _format_argument(tokens: list[Token], index: int) -> str | None:

@@ -446,7 +446,7 @@ class _Keys:
                 f"GROUP BY {key}: to_char in a key needs a constant format",
                 hint="write the format in the query: to_char(visit_date, 'YYYY-MM')",
             )
-        column = self.date_column(value)
+        column = self.date_column(value, "to_char")
         has_time = self.scope.info(column).type is ColumnType.TIMESTAMP
         formatted = to_char_key(column, text.this, has_time=has_time, key=key)
         guarded = self.within_years(column, formatted)
@@ -486,7 +486,7 @@ class _Keys:
         in_range = exp.Between(this=column.copy(), low=low, high=high)
         return exp.Case(ifs=[exp.If(this=in_range, true=value)])
 
-    def date_column(self, node: exp.Expr) -> exp.Column:
+    def date_column(self, node: exp.Expr, what: str = "EXTRACT or date_trunc") -> exp.Column:
         """The date or timestamp column of an EXTRACT or date_trunc (a timestamp with time
         zone read as its local time, or cast to one: ``CAST(ts AS TIMESTAMP)``), resolved.
         A date or timestamp column cast to a timestamp, or a date column to a date, is the
@@ -506,10 +506,15 @@ class _Keys:
             resolved = self.column(inner)
             if self.scope.info(resolved).type in _RANGES:
                 return resolved
+        example = (
+            "to_char(visit_date, 'YYYY-MM')"
+            if what == "to_char"
+            else ("date_trunc('month', visit_date)")
+        )
         raise Rejected(
-            f"GROUP BY {self.original.sql(dialect='postgres')}: EXTRACT and date_trunc in a "
-            "key need a date or timestamp column",
-            hint="for example date_trunc('month', visit_date)",
+            f"GROUP BY {self.original.sql(dialect='postgres')}: {what} in a key needs a date "
+            "or timestamp column (or one cast to a timestamp)",
+            hint=f"for example {example}",
         )
 
     def case(self, node: exp.Case) -> _Key:

@@ -278,3 +278,22 @@ def test_without_delta_the_refusal_names_the_ways_out() -> None:
         )
     message = caught.value.message + " " + (caught.value.hint or "")
     assert "has no public domain" in message and "SET dpproxy.delta" in message
+
+
+def test_date_part_is_named_as_written() -> None:
+    """sqlglot reads date_part('year', d) as EXTRACT; PostgreSQL names its column
+    date_part (when every EXTRACT of the statement is written so: their order in the text
+    need not be the tree's, so a statement mixing both keeps extract)."""
+    made = plan(
+        "SELECT date_part('year', d), date_part('month', d) AS m, COUNT(*) FROM calendar "
+        "GROUP BY 1, 2",
+        catalog("main"),
+        PlanRequest(1.0, delta=1e-6),
+    )
+    assert '"k0" AS "date_part"' in made.post_sql and '"k1" AS "m"' in made.post_sql
+    mixed = plan(
+        "SELECT EXTRACT(year FROM d), date_part('month', d), COUNT(*) FROM calendar GROUP BY 1, 2",
+        catalog("main"),
+        PlanRequest(1.0, delta=1e-6),
+    )
+    assert '"k0" AS "extract"' in mixed.post_sql
