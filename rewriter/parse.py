@@ -10,7 +10,7 @@ from sqlglot import Token, TokenType, exp
 from sqlglot.errors import ParseError, TokenError
 
 from rewriter.errors import Rejected
-from rewriter.output_names import CALL_NAME
+from rewriter.output_names import CALL_NAME, function_name
 
 MAX_SQL_LENGTH = 100_000
 
@@ -197,7 +197,11 @@ def _record_name(sql: str, node: exp.Expr, meta: dict[str, object]) -> None:
     if _NAME.fullmatch(text) is None or not sql[end + 1 :].lstrip().startswith("("):
         return
     quoted = text.startswith('"')
-    meta[CALL_NAME] = text[1:-1].replace('""', '"') if quoted else text.lower()
+    name = text[1:-1].replace('""', '"') if quoted else text.lower()
+    # Kept only where it is not the name the node would be given anyway (sum, count, avg):
+    # a node's meta is deep-copied with it, and the rewriter copies trees often.
+    if not (isinstance(node, exp.Func) and function_name(node) == name):
+        meta[CALL_NAME] = name
 
 
 #: The token positions sqlglot's parser records in a node's meta: unused by the rewriter
