@@ -5,6 +5,7 @@ or ``COALESCE(x, 0) > 5``, whatever the data)."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 
 import psycopg
@@ -35,9 +36,8 @@ MAYBE_NULL = [
 
 @pytest.fixture(scope="module")
 def postgres(pg_dsn: str) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
-    schema = "dpproxy_condition_keys_test"
+    schema = f"dpproxy_test_{uuid.uuid4().hex[:10]}"
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
         conn.execute(f'CREATE SCHEMA "{schema}"')
         try:
             for statement in (CREATE, *SETUP):

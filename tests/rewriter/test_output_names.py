@@ -5,6 +5,7 @@ PostgreSQL itself, over the test tables, and its column names compared with dppr
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 
 import psycopg
@@ -52,9 +53,8 @@ GROUPED = [
 
 @pytest.fixture(scope="module")
 def postgres(pg_dsn: str) -> Iterator[tuple[psycopg.Connection[tuple[object, ...]], str]]:
-    schema = "dpproxy_names_test"
+    schema = f"dpproxy_test_{uuid.uuid4().hex[:10]}"
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
         conn.execute(f'CREATE SCHEMA "{schema}"')
         try:
             for statement in (CREATE, *SETUP):
