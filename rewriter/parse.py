@@ -179,6 +179,7 @@ def _syntax_message(error: ParseError | TokenError) -> str:
 
 
 _NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_$]*|"(?:[^"]|"")+"')
+_CALLED = re.compile(r"\s*\(")  # after a name: a call (matched in place, never a copy)
 
 
 def _record_name(sql: str, node: exp.Expr, meta: dict[str, object]) -> None:
@@ -194,7 +195,7 @@ def _record_name(sql: str, node: exp.Expr, meta: dict[str, object]) -> None:
     if not (isinstance(start, int) and isinstance(end, int)):
         return
     text = sql[start : end + 1]
-    if _NAME.fullmatch(text) is None or not sql[end + 1 :].lstrip().startswith("("):
+    if _NAME.fullmatch(text) is None or _CALLED.match(sql, end + 1) is None:
         return
     quoted = text.startswith('"')
     name = text[1:-1].replace('""', '"') if quoted else text.lower()
