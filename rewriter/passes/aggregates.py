@@ -167,6 +167,7 @@ def _check_row_count(bound: exp.Expr | None, clause: str) -> None:
     here, for free, rather than failing on the released rows after the charge."""
     if bound is None:
         return
+    bound = bound.unnest()  # LIMIT (2) is LIMIT 2
     if isinstance(bound, exp.Neg) and isinstance(bound.this, exp.Literal) and bound.this.is_int:
         raise Rejected(
             f"{clause} must not be negative",
@@ -174,7 +175,11 @@ def _check_row_count(bound: exp.Expr | None, clause: str) -> None:
             hint=f"write {clause} 0 or more" + (", or leave it out" if clause == "LIMIT" else ""),
         )
     if not (isinstance(bound, exp.Literal) and bound.is_int):
-        raise Rejected(f"{clause} takes a whole number")
+        raise Rejected(
+            f"{clause} takes a whole number",
+            hint=f"write the number itself: {clause} 10"
+            + (" (or LIMIT ALL)" if clause == "LIMIT" else ""),
+        )
     if int(bound.this) > MAX_ROW_COUNT:
         raise Rejected(
             f"{clause} {bound.this} is out of range: it is a bigint, at most {MAX_ROW_COUNT}",

@@ -441,6 +441,12 @@ class _Keys:
         if len(node.expressions) != 2:
             raise self.unknown(node)
         value, text = node.expressions
+        if (  # a driver's 'YYYY'::varchar is the format
+            isinstance(text, exp.Cast)
+            and text.to.is_type(exp.DataType.Type.TEXT, exp.DataType.Type.VARCHAR)
+            and not text.to.expressions
+        ):
+            text = text.this
         if not (isinstance(text, exp.Literal) and text.is_string):
             raise Rejected(
                 f"GROUP BY {key}: to_char in a key needs a constant format",

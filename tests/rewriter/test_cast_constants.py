@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import duckdb
 import pytest
 
 from rewriter import PlanRequest, Rejected, plan
 from tests.rewriter.driver_sql import Engines, catalog, engines
+from tests.rewriter.tables import catalog as visits_catalog
 
 
 @pytest.fixture(scope="module")
@@ -193,3 +195,18 @@ def test_columns_keep_postgresql_s_names() -> None:
 def test_casts_that_change_the_meaning_are_kept(sql: str, words: str) -> None:
     with pytest.raises(Rejected, match=words):
         plan(sql, catalog("main"), PlanRequest(1.0))
+
+
+def test_a_limit_in_parentheses_is_the_number() -> None:
+    """LIMIT (2) and OFFSET (1), which PostgreSQL reads as the numbers, run on the released
+    rows as they do on PostgreSQL."""
+    made = plan(
+        "SELECT department, COUNT(*) FROM visits GROUP BY department "
+        "ORDER BY department LIMIT (2) OFFSET (1)",
+        visits_catalog("main"),
+        PlanRequest(1.0),
+    )
+    released = duckdb.connect()
+    released.execute('CREATE TABLE released ("k0" VARCHAR, "a0" BIGINT)')
+    released.execute("INSERT INTO released VALUES ('A', 1), ('B', 2), ('C', 3), ('D', 4)")
+    assert released.execute(made.post_sql).fetchall() == [("B", 2), ("C", 3)]

@@ -29,6 +29,8 @@ from tests.rewriter.test_planner import CATALOG
         ("SELECT nosuch FROM visits", "42703", 'column "nosuch" does not exist'),
         ("SELECT COUNT(*) FROM visits LIMIT -1", "2201W", "LIMIT must not be negative"),
         ("SELECT COUNT(*) FROM visits OFFSET -5", "2201W", "OFFSET must not be negative"),
+        ("SELECT COUNT(*) FROM visits LIMIT (-1)", "2201W", "LIMIT must not be negative"),
+        ("SELECT COUNT(*) FROM visits LIMIT 1 + 1", "0A000", "LIMIT takes a whole number"),
         ("LISTEN foo", "0A000", "LISTEN statements are not supported"),
         ("CHECKPOINT", "0A000", "CHECKPOINT statements are not supported"),
         # A cast to a type with a precision (it read "DATATYPEPARAM is not allowed").

@@ -256,6 +256,7 @@ def test_rows_outside_the_years_1_to_9999_are_null_on_both_engines(
         ("to_char(ts, '')", "empty format is NULL"),
         ("to_char(ts, 'MonthTH')", "only after a number"),
         ("to_char(ts, 'YY' || 'YY')", "needs a constant format"),
+        ("to_char(ts, 'YYYY'::varchar(2))", "needs a constant format"),
         ("to_char(person, 'YYYY')", "the privacy unit"),
         ("to_char(d - d, '999')", "a date or timestamp column"),
         ("to_char(d + 1, 'YYYY')", "a date or timestamp column"),
@@ -297,3 +298,18 @@ def test_date_part_is_named_as_written() -> None:
         PlanRequest(1.0, delta=1e-6),
     )
     assert '"k0" AS "extract"' in mixed.post_sql
+
+
+def test_a_format_cast_to_text_is_the_format(duck: duckdb.DuckDBPyConnection) -> None:
+    """A driver's to_char(d, %(p)s::VARCHAR): the format itself."""
+    written = plan(
+        "SELECT to_char(d, 'YYYY'::varchar), COUNT(*) FROM calendar GROUP BY 1",
+        catalog("main"),
+        PlanRequest(1.0, delta=1e-6),
+    )
+    plain = plan(
+        "SELECT to_char(d, 'YYYY'), COUNT(*) FROM calendar GROUP BY 1",
+        catalog("main"),
+        PlanRequest(1.0, delta=1e-6),
+    )
+    assert written.sql == plain.sql
