@@ -5,12 +5,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
 import pytest
+
+from tests.postgres_schema import scratch_schema
 
 DEFAULT_PG_DSN = "postgresql://postgres@127.0.0.1:5432/postgres"
 
@@ -36,14 +37,8 @@ def pg_dsn() -> str:
 @pytest.fixture
 def pg_schema(pg_dsn: str) -> Iterator[str]:
     """A fresh schema, dropped afterwards."""
-    name = f"dpproxy_test_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{name}"')
-    try:
+    with scratch_schema(pg_dsn) as (_, name):
         yield name
-    finally:
-        with psycopg.connect(pg_dsn, autocommit=True) as conn:
-            conn.execute(f'DROP SCHEMA "{name}" CASCADE')
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import datetime as dt
 import struct
-import uuid
 from collections.abc import Iterator
 
 import psycopg
@@ -18,6 +17,7 @@ from proxy import parameters
 from proxy.parameter_type_rules import catalog_column_oids
 from proxy.protocol import values
 from rewriter import PlanRequest, plan
+from tests.postgres_schema import scratch_schema
 from tests.rewriter.zoned_events import CREATE, catalog, duckdb_events, fill_postgres
 
 INSTANTS = [dt.datetime(2024, 1, 1, 11), dt.datetime(2024, 1, 1, 16)]  # naive: UTC
@@ -34,16 +34,11 @@ CASES = [
 
 @pytest.fixture(scope="module")
 def postgres(pg_dsn: str) -> Iterator[tuple[psycopg.Connection[tuple[object, ...]], str]]:
-    schema = f"dpproxy_test_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{schema}"')
-        try:
-            conn.execute(CREATE.format(schema=f'"{schema}"'))
-            fill_postgres(conn, schema, INSTANTS)
-            conn.execute(f"SET TimeZone = '{ZONE}'")
-            yield conn, schema
-        finally:
-            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+    with scratch_schema(pg_dsn) as (conn, schema):
+        conn.execute(CREATE.format(schema=f'"{schema}"'))
+        fill_postgres(conn, schema, INSTANTS)
+        conn.execute(f"SET TimeZone = '{ZONE}'")
+        yield conn, schema
 
 
 @pytest.mark.parametrize(("declared", "fmt", "data"), CASES)

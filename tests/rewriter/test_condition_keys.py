@@ -5,13 +5,13 @@ or ``COALESCE(x, 0) > 5``, whatever the data)."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 
 import psycopg
 import pytest
 
 from rewriter import PlanRequest, plan
+from tests.postgres_schema import scratch_schema
 from tests.rewriter.tables import CREATE, SAMPLE_ROWS, SETUP, catalog
 
 NEVER_NULL = [
@@ -36,22 +36,17 @@ MAYBE_NULL = [
 
 @pytest.fixture(scope="module")
 def postgres(pg_dsn: str) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
-    schema = f"dpproxy_test_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{schema}"')
-        try:
-            for statement in (CREATE, *SETUP):
-                conn.execute(statement.format(schema=f'"{schema}"').encode())
-            with conn.cursor() as cur:
-                cur.executemany(
-                    f'INSERT INTO "{schema}".visits VALUES (%s, %s, %s, %s, %s)', SAMPLE_ROWS
-                )
-                # A row of NULLs wherever the table allows them.
-                cur.execute(f'INSERT INTO "{schema}".visits VALUES (9, 5, NULL, NULL, NULL)')
-            conn.execute(f'SET search_path TO "{schema}"')
-            yield conn
-        finally:
-            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+    with scratch_schema(pg_dsn) as (conn, schema):
+        for statement in (CREATE, *SETUP):
+            conn.execute(statement.format(schema=f'"{schema}"').encode())
+        with conn.cursor() as cur:
+            cur.executemany(
+                f'INSERT INTO "{schema}".visits VALUES (%s, %s, %s, %s, %s)', SAMPLE_ROWS
+            )
+            # A row of NULLs wherever the table allows them.
+            cur.execute(f'INSERT INTO "{schema}".visits VALUES (9, 5, NULL, NULL, NULL)')
+        conn.execute(f'SET search_path TO "{schema}"')
+        yield conn
 
 
 @pytest.mark.parametrize("condition", NEVER_NULL)

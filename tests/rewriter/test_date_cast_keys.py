@@ -13,7 +13,6 @@ Azores, Beirut: PostgreSQL's date_trunc of a date starts such a day at 01:00).
 from __future__ import annotations
 
 import datetime as dt
-import uuid
 from collections.abc import Iterator
 
 import duckdb
@@ -30,6 +29,7 @@ from rewriter import (
     build_catalog,
     plan,
 )
+from tests.postgres_schema import scratch_schema
 from tests.rewriter.scratch import insert
 
 COLUMNS = {"person": ColumnType.INTEGER, "d": ColumnType.DATE, "ts": ColumnType.TIMESTAMP}
@@ -70,21 +70,16 @@ def duck() -> Iterator[duckdb.DuckDBPyConnection]:
 def postgres(pg_dsn: str) -> Iterator[tuple[psycopg.Connection[tuple[object, ...]], str]]:
     """The engine's connection (its TimeZone America/Santiago, none of the analyst's
     choosing) and the schema of the table."""
-    schema = f"dpproxy_test_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{schema}"')
-        try:
-            conn.execute(CREATE.format(schema=f'"{schema}"'))
-            with (
-                conn.cursor() as cur,
-                cur.copy(f'COPY "{schema}".calendar FROM STDIN') as copy,
-            ):
-                for row in rows():
-                    copy.write_row(row)
-            conn.execute(f"SET TimeZone = '{ENGINE_ZONE}'")
-            yield conn, schema
-        finally:
-            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+    with scratch_schema(pg_dsn) as (conn, schema):
+        conn.execute(CREATE.format(schema=f'"{schema}"'))
+        with (
+            conn.cursor() as cur,
+            cur.copy(f'COPY "{schema}".calendar FROM STDIN') as copy,
+        ):
+            for row in rows():
+                copy.write_row(row)
+        conn.execute(f"SET TimeZone = '{ENGINE_ZONE}'")
+        yield conn, schema
 
 
 #: (key, released type, whether PostgreSQL shows the same value in every zone)

@@ -5,7 +5,6 @@ is compared with PostgreSQL's own over texts holding %, _ and backslashes."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 
 import duckdb
@@ -13,6 +12,7 @@ import psycopg
 import pytest
 
 from rewriter import Catalog, ColumnType, PlanRequest, TablePolicy, build_catalog, plan
+from tests.postgres_schema import scratch_schema
 from tests.rewriter.scratch import insert
 
 COLUMNS = {"person": ColumnType.INTEGER, "code": ColumnType.TEXT}
@@ -53,16 +53,11 @@ def duck() -> Iterator[duckdb.DuckDBPyConnection]:
 
 @pytest.fixture(scope="module")
 def postgres(pg_dsn: str) -> Iterator[tuple[psycopg.Connection[tuple[object, ...]], str]]:
-    schema = f"dpproxy_test_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{schema}"')
-        try:
-            conn.execute(CREATE.format(schema=f'"{schema}"'))
-            with conn.cursor() as cur:
-                cur.executemany(f'INSERT INTO "{schema}".codes VALUES (%s, %s)', rows())
-            yield conn, schema
-        finally:
-            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+    with scratch_schema(pg_dsn) as (conn, schema):
+        conn.execute(CREATE.format(schema=f'"{schema}"'))
+        with conn.cursor() as cur:
+            cur.executemany(f'INSERT INTO "{schema}".codes VALUES (%s, %s)', rows())
+        yield conn, schema
 
 
 def _quoted(pattern: str) -> str:

@@ -5,7 +5,6 @@ PostgreSQL itself, over the test tables, and its column names compared with dppr
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 
 import psycopg
@@ -14,6 +13,7 @@ import sqlglot
 from sqlglot import exp
 
 from rewriter import PlanRequest, Rejected, plan
+from tests.postgres_schema import scratch_schema
 from tests.rewriter.tables import CREATE, SAMPLE_ROWS, SETUP, catalog
 
 #: Select lists over visits (GROUP BY department unless the list says otherwise).
@@ -53,20 +53,15 @@ GROUPED = [
 
 @pytest.fixture(scope="module")
 def postgres(pg_dsn: str) -> Iterator[tuple[psycopg.Connection[tuple[object, ...]], str]]:
-    schema = f"dpproxy_test_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{schema}"')
-        try:
-            for statement in (CREATE, *SETUP):
-                conn.execute(statement.format(schema=f'"{schema}"').encode())
-            with conn.cursor() as cur:
-                cur.executemany(
-                    f'INSERT INTO "{schema}".visits VALUES (%s, %s, %s, %s, %s)', SAMPLE_ROWS
-                )
-            conn.execute(f'SET search_path TO "{schema}"')
-            yield conn, schema
-        finally:
-            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+    with scratch_schema(pg_dsn) as (conn, schema):
+        for statement in (CREATE, *SETUP):
+            conn.execute(statement.format(schema=f'"{schema}"').encode())
+        with conn.cursor() as cur:
+            cur.executemany(
+                f'INSERT INTO "{schema}".visits VALUES (%s, %s, %s, %s, %s)', SAMPLE_ROWS
+            )
+        conn.execute(f'SET search_path TO "{schema}"')
+        yield conn, schema
 
 
 def dpproxy_names(sql: str, schema: str) -> list[str]:

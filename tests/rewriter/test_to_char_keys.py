@@ -10,8 +10,6 @@ the same texts in the same groups.
 
 from __future__ import annotations
 
-import datetime as dt
-import uuid
 from collections.abc import Iterator
 
 import duckdb
@@ -20,19 +18,16 @@ import pytest
 
 from rewriter import (
     Catalog,
-    ColumnType,
     PlanRequest,
     Rejected,
-    TablePolicy,
     build_catalog,
     plan,
 )
+from tests.postgres_schema import scratch_schema
 from tests.rewriter.scratch import insert
+from tests.rewriter.test_date_cast_keys import COLUMNS, CREATE, POLICY
+from tests.rewriter.test_date_cast_keys import rows as calendar_rows
 
-COLUMNS = {"person": ColumnType.INTEGER, "d": ColumnType.DATE, "ts": ColumnType.TIMESTAMP}
-POLICY = TablePolicy(privacy_unit="person", max_rows_per_unit=1, max_groups_per_unit=1)
-CREATE = "CREATE TABLE {schema}.calendar (person BIGINT, d DATE, ts TIMESTAMP)"
-FIRST, LAST = dt.date(1999, 12, 20), dt.date(2026, 1, 10)
 #: Rows outside the years 1 to 9999 and NULLs, whose keys are NULL (documented).
 OUTSIDE = [
     ("0044-03-15 BC", "0044-03-15 12:00:00 BC"),
@@ -44,13 +39,7 @@ OUTSIDE = [
 
 
 def rows() -> list[tuple[int, str | None, str | None]]:
-    found: list[tuple[int, str | None, str | None]] = []
-    for i in range((LAST - FIRST).days + 1):
-        day = FIRST + dt.timedelta(days=i)
-        at = dt.datetime.combine(day, dt.time()) + dt.timedelta(
-            seconds=(i * 7919) % 86400, microseconds=(i * 337) % 1_000_000
-        )
-        found.append((i + 1, day.isoformat(), at.isoformat(sep=" ")))
+    found: list[tuple[int, str | None, str | None]] = list(calendar_rows())
     # The first and last days a key computes, at the first and last instants of a day.
     found += [
         (len(found) + 1, "0001-01-01", "0001-01-01 00:00:00"),
@@ -87,26 +76,21 @@ def duck() -> Iterator[duckdb.DuckDBPyConnection]:
 def postgres(pg_dsn: str) -> Iterator[tuple[psycopg.Connection[tuple[object, ...]], str]]:
     """The engine's connection and the schema of the table (with the rows outside the
     years 1 to 9999 in a second table, calendar_all)."""
-    schema = f"dpproxy_test_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{schema}"')
-        try:
-            conn.execute(CREATE.format(schema=f'"{schema}"'))
-            with (
-                conn.cursor() as cur,
-                cur.copy(f'COPY "{schema}".calendar FROM STDIN') as copy,
-            ):
-                for row in rows():
-                    copy.write_row(row)
-            conn.execute(f'CREATE TABLE "{schema}".calendar_all AS TABLE "{schema}".calendar')
-            with conn.cursor() as cur:
-                cur.executemany(
-                    f'INSERT INTO "{schema}".calendar_all VALUES (%s, %s::date, %s::timestamp)',
-                    outside_rows(),
-                )
-            yield conn, schema
-        finally:
-            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+    with scratch_schema(pg_dsn) as (conn, schema):
+        conn.execute(CREATE.format(schema=f'"{schema}"'))
+        with (
+            conn.cursor() as cur,
+            cur.copy(f'COPY "{schema}".calendar FROM STDIN') as copy,
+        ):
+            for row in rows():
+                copy.write_row(row)
+        conn.execute(f'CREATE TABLE "{schema}".calendar_all AS TABLE "{schema}".calendar')
+        with conn.cursor() as cur:
+            cur.executemany(
+                f'INSERT INTO "{schema}".calendar_all VALUES (%s, %s::date, %s::timestamp)',
+                outside_rows(),
+            )
+        yield conn, schema
 
 
 #: Formats of a date's fields, keyed by a date column and by a timestamp column.
