@@ -106,16 +106,10 @@ def _quantifier(node: exp.Expr | None) -> tuple[str, exp.Expr] | None:
         kind, inner = _QUANTIFIERS[str(node.this).upper()], node.expressions[0]
     else:
         return None
-    array = _unparenthesized(inner)
+    array = inner.unnest()
     if isinstance(array, (exp.Subquery, exp.Query)):
         return None
     return kind, array
-
-
-def _unparenthesized(node: exp.Expr) -> exp.Expr:
-    while isinstance(node, exp.Paren):
-        node = node.this
-    return node
 
 
 def _rewritten(node: exp.Expr, kind: str, array: exp.Expr) -> exp.Expr:
@@ -175,8 +169,8 @@ def _elements(array: exp.Expr, written: str) -> tuple[exp.DataType | None, list[
     inner = array
     if isinstance(array, exp.Cast):
         target = _array_type(array.to, written)
-        inner = _unparenthesized(array.this)
-    if _is_text(inner):
+        inner = array.this.unnest()
+    if is_text(inner):
         values = parse_array(inner.name)
         if target is None:
             return None, [exp.Null() if v is None else exp.Literal.string(v) for v in values]
@@ -198,7 +192,7 @@ def _elements(array: exp.Expr, written: str) -> tuple[exp.DataType | None, list[
     )
 
 
-def _is_text(node: exp.Expr) -> bool:
+def is_text(node: exp.Expr) -> bool:
     """A plain quoted string (not E'…', U&'…', N'…' nor $$…$$, which are other nodes)."""
     return type(node) is exp.Literal and node.is_string
 
@@ -275,7 +269,7 @@ def _typed(element: exp.Expr, kind: exp.DataType | str, element_type: exp.DataTy
     # A number in an array of wider numbers: an integer in a numeric array is written
     # n.0 (the same numeric value, and a number literal), one in a bigint array a cast.
     if element_type.this == Type.DECIMAL:
-        negative = isinstance(_unparenthesized(element), exp.Neg)
+        negative = isinstance(element.unnest(), exp.Neg)
         literal = _number_literal(element)
         if literal is not None and literal.is_int:
             decimal = exp.Literal.number(f"{literal.this}.0")
@@ -290,10 +284,10 @@ def _same_type(kind: exp.DataType | str, to: exp.DataType) -> bool:
 def _element_kind(element: exp.Expr, written: str) -> exp.DataType | str:
     """The type PostgreSQL gives a constant element of ARRAY[…]: _UNKNOWN for a quoted
     constant, _NULL for NULL; Rejected for what is not a constant."""
-    node = _unparenthesized(element)
+    node = element.unnest()
     if isinstance(node, exp.Null):
         return _NULL
-    if _is_text(node):
+    if is_text(node):
         return _UNKNOWN
     if isinstance(node, exp.Boolean):
         return exp.DataType.build(Type.BOOLEAN)
@@ -301,10 +295,10 @@ def _element_kind(element: exp.Expr, written: str) -> exp.DataType | str:
     if literal is not None:
         return exp.DataType.build(literal_type(literal.this))
     if isinstance(node, exp.Cast) and node.to.this in _ELEMENT_TYPES and not node.to.expressions:
-        operand = _unparenthesized(node.this)
+        operand = node.this.unnest()
         if (
             isinstance(operand, (exp.Null, exp.Boolean))
-            or _is_text(operand)
+            or is_text(operand)
             or (_number_literal(operand) is not None)
         ):
             return node.to
@@ -315,14 +309,21 @@ def _element_kind(element: exp.Expr, written: str) -> exp.DataType | str:
     )
 
 
+def number_constant(node: exp.Expr) -> tuple[exp.Literal, bool] | None:
+    """(the literal, whether it is negated) of a number constant: ``5``, ``-5``, ``(-5)``."""
+    node = node.unnest()
+    negated = isinstance(node, exp.Neg)
+    if negated:
+        node = node.this.unnest()
+    if type(node) is exp.Literal and not node.is_string:
+        return node, negated
+    return None
+
+
 def _number_literal(node: exp.Expr) -> exp.Literal | None:
     """The number literal of ``node`` (or of its negation), else None."""
-    node = _unparenthesized(node)
-    if isinstance(node, exp.Neg):
-        node = _unparenthesized(node.this)
-    if type(node) is exp.Literal and not node.is_string:
-        return node
-    return None
+    found = number_constant(node)
+    return None if found is None else found[0]
 
 
 def literal_type(text: str) -> exp.DType:

@@ -66,7 +66,7 @@ from decimal import Decimal
 
 from sqlglot import exp
 
-from rewriter.passes.any_arrays import literal_type
+from rewriter.passes.any_arrays import is_text, literal_type, number_constant
 
 Type = exp.DataType.Type
 _TEXT_TYPES = (Type.TEXT, Type.VARCHAR)
@@ -122,41 +122,19 @@ def _arguments(node: exp.Expr) -> tuple[tuple[str, Fold], ...]:
 # What a cast's operand is
 
 
-def _unparenthesized(node: exp.Expr) -> exp.Expr:
-    while isinstance(node, exp.Paren):
-        node = node.this
-    return node
-
-
 def _plain(to: exp.DataType) -> bool:
     """A type without a length, precision or elements (``varchar``, not ``varchar(3)``)."""
     return not to.expressions
 
 
-def _number(node: exp.Expr) -> tuple[exp.Literal, bool] | None:
-    """(the literal, whether it is negated) of a number constant: ``5``, ``-5``, ``(-5)``."""
-    node = _unparenthesized(node)
-    negated = isinstance(node, exp.Neg)
-    if negated:
-        node = _unparenthesized(node.this)
-    if type(node) is exp.Literal and not node.is_string:
-        return node, negated
-    return None
-
-
 def _whole(node: exp.Expr) -> tuple[int, exp.DType] | None:
     """(value, PostgreSQL's type of the literal) of a whole-number constant."""
-    found = _number(node)
+    found = number_constant(node)
     if found is None or not found[0].this.isdigit():
         return None
     literal, negated = found
     value = int(literal.this)
     return (-value if negated else value), literal_type(literal.this)
-
-
-def _is_text(node: exp.Expr) -> bool:
-    """A plain quoted string (E'…', U&'…', N'…' and $$…$$ are other nodes)."""
-    return type(node) is exp.Literal and node.is_string
 
 
 # ---------------------------------------------------------------------------------------
@@ -188,7 +166,7 @@ def _row_count(cast: exp.Cast) -> bool:
 
 def _own_type(cast: exp.Cast) -> bool:
     """A number cast to the type its literal has already: the same constant."""
-    found = _number(cast.this)
+    found = number_constant(cast.this)
     return (
         found is not None
         and cast.to.this in _OWN_TYPES
@@ -201,7 +179,7 @@ def _fraction(cast: exp.Cast) -> bool:
     """A number cast to a type whose value converts to ``double precision`` as the number
     itself does: double precision, numeric, an integer type (within its range), or real
     when a real holds the number exactly."""
-    found = _number(cast.this)
+    found = number_constant(cast.this)
     target = cast.to.this
     if found is None or not _plain(cast.to):
         return False
@@ -221,18 +199,18 @@ def _fraction(cast: exp.Cast) -> bool:
 
 def _integer_result(cast: exp.Cast) -> bool:
     """A whole number (within its range) or NULL cast to an integer type."""
-    if isinstance(_unparenthesized(cast.this), exp.Null):
+    if isinstance(cast.this.unnest(), exp.Null):
         return cast.to.this in _INTEGER_RANGES and _plain(cast.to)
     return _row_count(cast)
 
 
 def _text_result(cast: exp.Cast) -> bool:
     """A quoted text or NULL cast to text or varchar (without a length)."""
-    operand = _unparenthesized(cast.this)
+    operand = cast.this.unnest()
     return (
         cast.to.this in _TEXT_TYPES
         and _plain(cast.to)
-        and (_is_text(operand) or isinstance(operand, exp.Null))
+        and (is_text(operand) or isinstance(operand, exp.Null))
     )
 
 
@@ -250,13 +228,13 @@ def _fold(node: exp.Expr, key: str, fold: Fold) -> None:
     value = node.args.get(key)
     if not isinstance(value, exp.Expr):
         return
-    inner = _unparenthesized(value)
+    inner = value.unnest()
     if isinstance(inner, exp.Neg):
         _fold(inner, "this", fold)
     elif isinstance(inner, exp.Cast):
         peeled = _peeled(inner, fold)
         if peeled is not inner:
-            node.set(key, _unparenthesized(peeled).pop())
+            node.set(key, peeled.unnest().pop())
 
 
 # ---------------------------------------------------------------------------------------
@@ -267,8 +245,8 @@ def text_constant(node: exp.Expr) -> str | None:
     """The text of a quoted text, cast to text or varchar (without a length), or of ``||``
     of such texts (PostgreSQL's ``text || text``); None for anything else (a NULL
     included: ``'a' || NULL`` is NULL)."""
-    node = _unparenthesized(node)
-    if _is_text(node):
+    node = node.unnest()
+    if is_text(node):
         return str(node.this)
     if isinstance(node, exp.Cast):
         if node.to.this in _TEXT_TYPES and _plain(node.to):
@@ -310,8 +288,8 @@ def _row_counts(statement: exp.Expr) -> None:
         value = clause.args.get("expression")
         if not isinstance(value, exp.Expr):
             continue
-        found = _unparenthesized(value)
-        found = _unparenthesized(_peeled(found, _integer_result))
+        found = value.unnest()
+        found = _peeled(found, _integer_result).unnest()
         none = isinstance(found, exp.Null) or (
             isinstance(clause, exp.Limit)
             and isinstance(found, exp.Var)
@@ -338,7 +316,7 @@ def _root_items(statement: exp.Expr) -> set[int]:
     if isinstance(group, exp.Group):
         items += list(group.expressions)
     for item in items:
-        node = _unparenthesized(item.this if isinstance(item, exp.Alias) else item)
+        node = (item.this if isinstance(item, exp.Alias) else item).unnest()
         if isinstance(node, exp.Case):
             found.add(id(node))
     return found
@@ -366,10 +344,10 @@ def _fold_case(node: exp.Case, *, released: bool) -> None:
 def _constant_result(node: exp.Expr, fold: Fold) -> bool | None:
     """Whether a result is, once ``fold`` drops its casts, a constant of the kind it reads
     (text or a whole number): True, False for NULL, None for anything else."""
-    peeled = _unparenthesized(_peeled(_unparenthesized(node), fold))
+    peeled = _peeled(node.unnest(), fold).unnest()
     if isinstance(peeled, exp.Null):
         return False
     if fold is _text_result:
-        return True if _is_text(peeled) else None
+        return True if is_text(peeled) else None
     whole = _whole(peeled)
     return True if whole is not None and whole[1] == Type.INT else None
