@@ -53,6 +53,7 @@ def parse_statement(sql: str) -> exp.Expr:
     statement = statements[0]
     _to_char_as_written(sql, statement)
     _date_part_as_written(sql, statement)
+    _date_calls_as_casts(statement)
     for node in statement.walk():
         node.comments = None  # the analyst's comments never reach the database
         meta = node._meta
@@ -126,6 +127,22 @@ def _date_part_as_written(sql: str, statement: exp.Expr) -> None:
     if written and set(written) == {"date_part"} and len(written) == len(nodes):
         for node in nodes:
             node.meta[CALL_NAME] = "date_part"
+
+
+def _date_calls_as_casts(statement: exp.Expr) -> None:
+    """``date(x)``, PostgreSQL's cast to a date written as a call (Looker's and Tableau's
+    date of a timestamp), as the cast it is, named "date" (``rewriter.output_names``);
+    sqlglot reads it as a Date of its own, which no check knows. ``date(x, zone)`` is
+    left as it is (no such function in PostgreSQL)."""
+    for node in list(statement.find_all(exp.Date)):
+        value = node.this
+        if not isinstance(value, exp.Expr) or any(
+            argument for name, argument in node.args.items() if name != "this"
+        ):
+            continue
+        cast = exp.Cast(this=value, to=exp.DataType.build("DATE"))
+        cast.meta[CALL_NAME] = "date"
+        node.replace(cast)
 
 
 def _format_argument(tokens: list[Token], index: int) -> str | None:

@@ -11,8 +11,9 @@ a row exists). Accepted, with the released type:
   start[, length])`` with constant start >= 1 and length >= 0, ``||`` of text, and a cast
   of an integer, text or boolean key to text: VARCHAR (``left`` and ``concat`` are these,
   and ``nullif`` a CASE, once ``rewriter.passes.row_functions`` has rewritten them);
-- ``to_char(c, 'format')`` of a date or timestamp column, its format's date and time
-  keywords computed from the column's fields (``rewriter.passes.to_char_keys``): VARCHAR;
+- ``to_char(c, 'format')`` of a date or timestamp column, or of date_trunc of one (below),
+  its format's date and time keywords computed from the column's (or the truncated
+  key's) fields (``rewriter.passes.to_char_keys``): VARCHAR;
 - ``EXTRACT(field FROM c)`` of a date or timestamp column, for the fields both engines
   compute alike (year, quarter, month, day, dow, isodow, doy, decade,
   century, millennium; hour and minute of a timestamp): DOUBLE; cast to an integer type
@@ -452,6 +453,15 @@ class _Keys:
                 f"GROUP BY {key}: to_char in a key needs a constant format",
                 hint="write the format in the query: to_char(visit_date, 'YYYY-MM')",
             )
+        inner = value.unnest()
+        if isinstance(inner, (exp.TimestampTrunc, exp.DateTrunc)):
+            # Looker's month: to_char(date_trunc('month', d), 'YYYY-MM'), the fields of the
+            # truncated key (NULL outside the years 1 to 9999, as that key is); of a date
+            # column, its time of day is refused as a date's is.
+            truncated = self.truncated(inner)
+            has_time = self.scope.info(self.date_column(inner.this)).type is ColumnType.TIMESTAMP
+            formatted = to_char_key(truncated.sql, text.this, has_time=has_time, key=key)
+            return _Key(exp.cast(formatted, exp.DataType.Type.VARCHAR), "VARCHAR", changed=True)
         column = self.date_column(value, "to_char")
         has_time = self.scope.info(column).type is ColumnType.TIMESTAMP
         formatted = to_char_key(column, text.this, has_time=has_time, key=key)

@@ -114,6 +114,16 @@ FORMS: list[tuple[str, str, bool]] = [
     ("date_part('dow', d)::smallint", "BIGINT", True),
     ("CAST(EXTRACT(hour FROM ts) AS INTEGER)", "BIGINT", True),
     ("CAST(EXTRACT(isodow FROM CAST(d AS TIMESTAMP)) AS INT)", "BIGINT", True),
+    # date(x), PostgreSQL's cast written as a call (Looker, Tableau).
+    ("date(ts)", "DATE", True),
+    ("DATE(d)", "DATE", True),
+    ("date(date_trunc('month', ts))", "DATE", True),
+    # to_char of date_trunc (Looker's month and week dimensions).
+    ("to_char(date_trunc('month', d), 'YYYY-MM')", "VARCHAR", True),
+    ("TO_CHAR(DATE_TRUNC('week', d), 'YYYY-MM-DD')", "VARCHAR", True),
+    ("to_char(date_trunc('quarter', ts), 'YYYY\"Q\"Q')", "VARCHAR", True),
+    ("to_char(date_trunc('week', CAST(d AS TIMESTAMP)), 'IYYY-IW')", "VARCHAR", True),
+    ("to_char(date_trunc('hour', ts), 'YYYY-MM-DD HH24:MI')", "VARCHAR", True),
 ]
 
 
@@ -157,7 +167,13 @@ def test_keys_are_postgresql_s_own(
     assert answers["duckdb"] == own
 
 
-_TYPES = {"DATE": dt.date, "TIMESTAMP": dt.datetime, "DOUBLE": float, "BIGINT": int}
+_TYPES = {
+    "DATE": dt.date,
+    "TIMESTAMP": dt.datetime,
+    "DOUBLE": float,
+    "BIGINT": int,
+    "VARCHAR": str,
+}
 
 
 def test_where_the_clocks_skip_midnight_a_truncated_date_is_its_midnight(
@@ -186,6 +202,9 @@ def test_where_the_clocks_skip_midnight_a_truncated_date_is_its_midnight(
         ("CAST(EXTRACT(epoch FROM ts) AS INT)", "differs between the engines"),
         ("CAST(EXTRACT(hour FROM d) AS INT)", "a date has no hour"),
         ("date_trunc('month', CAST(ts AS DATE))", "a date or timestamp column"),
+        ("to_char(date_trunc('month', d), 'HH24')", "a date has no time of day"),
+        ("to_char(date_trunc('decade', ts), 'YYYY')", "date_trunc needs a constant unit"),
+        ("date(person)", "could fail on some values"),
         # A condition sees raw values: a date of the year 300000 is no timestamp.
         (
             "CASE WHEN CAST(d AS TIMESTAMP) > TIMESTAMP '2020-01-01 12:00' THEN d END",
@@ -258,3 +277,31 @@ def test_a_date_column_cast_to_a_date_keeps_its_domain() -> None:
             with_domains,
             PlanRequest(1.0),
         )
+
+
+def test_date_and_to_char_of_date_trunc_are_named_as_postgresql_names_them() -> None:
+    """PostgreSQL names ``date(ts)`` "date" (a call), where ``CAST(ts AS DATE)`` is "ts",
+    and ``to_char(date_trunc(…))`` "to_char"."""
+    for items, name in (
+        ("date(ts)", "date"),
+        ("CAST(ts AS DATE)", "ts"),
+        ("to_char(date_trunc('month', d), 'YYYY-MM')", "to_char"),
+    ):
+        made = plan(f"SELECT {items}, COUNT(*) FROM calendar GROUP BY 1", catalog("main"), REQUEST)
+        assert f'"k0" AS "{name}"' in made.post_sql
+
+
+def test_date_of_a_timestamp_filters_as_in_postgresql(
+    duck: duckdb.DuckDBPyConnection,
+    postgres: tuple[psycopg.Connection[tuple[object, ...]], str],
+) -> None:
+    """``WHERE date(ts) >= '2024-01-01'`` (Looker's date filter) is the cast's."""
+    conn, schema = postgres
+    sql = "SELECT COUNT(*) FROM calendar WHERE date(ts) >= '2024-01-01' AND DATE(d) < '2025-02-03'"
+    for dialect, engine in (("duckdb", duck), ("postgres", conn)):
+        made = plan(
+            sql, catalog("main" if dialect == "duckdb" else schema), PlanRequest(1.0, dialect)
+        )
+        found = engine.execute(made.sql).fetchall()
+        own = conn.execute(sql.replace("calendar", f'"{schema}".calendar')).fetchall()
+        assert found[0][0] == own[0][0] == 399, dialect
