@@ -391,3 +391,15 @@ def _checked(value: _Day) -> _Day:
     if not _FIRST <= day <= _LAST:
         raise _NotFolded
     return value
+
+
+def interval_constant(node: exp.Expr) -> tuple[int, int, int] | None:
+    """An interval literal as (months, days, microseconds), as this pass reads it
+    (``_interval``), else None."""
+    if not isinstance(node, exp.Interval):
+        return None
+    try:
+        found = _interval(node)
+    except _NotFolded:
+        return None
+    return found.months, found.days, found.micros

@@ -38,6 +38,9 @@ a row exists). Accepted, with the released type:
   one to one (a date's midnight, a timestamp's day; date_trunc to a date only for a day
   or longer), so that BI tools' ``CAST(date_trunc('month', d) AS DATE)`` is a date as in
   PostgreSQL;
+- a date or timestamp key (a column, date_trunc, a cast) plus or minus a constant interval
+  of days, weeks, hours, minutes or seconds, and date_trunc of a column so shifted
+  (``rewriter.passes.shifted_keys``; Metabase's weeks from Sunday): TIMESTAMP;
 - arithmetic and rounding over bounded numeric columns (``rewriter.passes.numeric_keys``):
   BIGINT for an integer expression, DOUBLE otherwise;
 - ``CASE WHEN … THEN … END``, ``COALESCE``, ``GREATEST`` and ``LEAST`` whose values are
@@ -94,6 +97,8 @@ from rewriter.passes.numeric_keys import (
     skipping_nulls,
 )
 from rewriter.passes.row_functions import row_functions
+from rewriter.passes.shifted_keys import ShiftRefused, read_shift, shifted, split_shift
+from rewriter.passes.shifted_keys import within_years as within_shifted_years
 from rewriter.passes.to_char_keys import to_char_key
 from rewriter.passes.value_types.moments import DATE_FIELDS, TIME_FIELDS, TRUNC_UNITS
 from rewriter.scope import Scope
@@ -134,7 +139,8 @@ ACCEPTED = (
     "date_trunc('second' to 'year', a date or timestamp column); to_char(a date or "
     "timestamp column, a constant format); CAST(… AS DATE) and "
     "CAST(… AS TIMESTAMP) of a date or timestamp column (of a timestamp with time zone: "
-    "its local time) or of date_trunc (to a date: of 'day' to 'year'); + - * /, floor, ceil, "
+    "its local time) or of date_trunc (to a date: of 'day' to 'year'); a date or timestamp "
+    "key plus or minus a constant interval of days to seconds; + - * /, floor, ceil, "
     "round(x[, d]) and abs over numeric columns with declared bounds; and CASE WHEN, "
     "COALESCE, GREATEST, LEAST and nullif over these"
 )
@@ -261,6 +267,8 @@ class _Keys:
     def key(self, node: exp.Expr) -> _Key:
         if isinstance(node, exp.Paren):
             return self.key(node.this)
+        if split_shift(node) is not None:
+            return self.shifted(node)
         if numeric_value(node):
             unknown: Unknown = self.unknown
             sql, sql_type = numeric_key(node, self.scope, self.original, unknown)
@@ -403,8 +411,10 @@ class _Keys:
                     "to a date in a key only for a unit of a day or longer",
                     hint="group by the date itself: CAST(seen_at AS DATE)",
                 )
-        elif isinstance(inner, exp.Column) or (
-            isinstance(inner, exp.Cast) and inner.to.this in _LOCAL_CASTS
+        elif (
+            isinstance(inner, exp.Column)
+            or (isinstance(inner, exp.Cast) and inner.to.this in _LOCAL_CASTS)
+            or split_shift(inner) is not None  # Metabase's CAST(… + INTERVAL '-1 day' AS date)
         ):
             base = self.key(inner)
         else:
@@ -479,6 +489,10 @@ class _Keys:
                 "different years)",
                 hint="for example date_trunc('month', visit_date)",
             )
+        if split_shift(node.this) is not None:  # Metabase's week from Sunday (shifted_keys)
+            moment = self.shifted(node.this).sql
+            made = exp.TimestampTrunc(this=moment, unit=exp.var(unit))
+            return _Key(exp.cast(made, exp.DataType.Type.TIMESTAMP), "TIMESTAMP", changed=True)
         column = self.date_column(node.this)
         truncated: exp.Expr = exp.TimestampTrunc(
             this=exp.cast(column.copy(), exp.DataType.Type.TIMESTAMP), unit=exp.var(unit)
@@ -490,6 +504,34 @@ class _Keys:
             truncated = resolved_local(truncated, zone)
         guarded = self.within_years(column, truncated)
         return _Key(exp.cast(guarded, exp.DataType.Type.TIMESTAMP), "TIMESTAMP", changed=True)
+
+    def shifted(self, node: exp.Expr) -> _Key:
+        """A date or timestamp key plus or minus a constant interval (``shifted_keys``):
+        TIMESTAMP, NULL outside the years 1 to 9999."""
+        split = split_shift(node)
+        if split is None:
+            raise self.unknown(node)
+        moment, interval = split
+        try:
+            shift = read_shift(interval)
+        except ShiftRefused as refused:
+            raise Rejected(
+                f"GROUP BY {self.original.sql(dialect='postgres')}: {refused.message}",
+                hint="for example date_trunc('week', visit_date + INTERVAL '1 day')",
+            ) from None
+        base = self.key(moment)
+        if base.type not in ("DATE", "TIMESTAMP") or base.constant:
+            raise self.unknown(node)
+        zoned = [c for c in base.sql.find_all(exp.Column) if self.scope.info(c).zoned]
+        if zoned:
+            raise Rejected(
+                f"GROUP BY {self.original.sql(dialect='postgres')}: a timestamp with time "
+                "zone shifted by an interval is not supported (PostgreSQL adds a day in the "
+                "session's zone: 23 or 25 hours where the clocks change)",
+                hint=f"shift its local time: CAST({zoned[0].name} AS TIMESTAMP) + INTERVAL '1 day'",
+            )
+        value = within_shifted_years(shifted(base.sql, shift))
+        return _Key(exp.cast(value, exp.DataType.Type.TIMESTAMP), "TIMESTAMP", changed=True)
 
     def within_years(self, column: exp.Column, value: exp.Expr) -> exp.Expr:
         """``value`` (computed from the date or timestamp ``column``) where the column is

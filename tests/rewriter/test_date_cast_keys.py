@@ -118,6 +118,19 @@ FORMS: list[tuple[str, str, bool]] = [
     ("date(ts)", "DATE", True),
     ("DATE(d)", "DATE", True),
     ("date(date_trunc('month', ts))", "DATE", True),
+    # Shifted by a constant interval: Metabase's weeks from Sunday (shifted_keys).
+    ("date_trunc('week', d + INTERVAL '1 day') + INTERVAL '-1 day'", "TIMESTAMP", True),
+    ("(DATE_TRUNC('week', (ts + INTERVAL '1 day')) + INTERVAL '-1 day')", "TIMESTAMP", True),
+    (
+        "CAST((DATE_TRUNC('week', (d + INTERVAL '1 day')) + INTERVAL '-1 day') AS date)",
+        "DATE",
+        True,
+    ),
+    ("d + INTERVAL '2 hours'", "TIMESTAMP", True),
+    ("INTERVAL '3 days' + d", "TIMESTAMP", True),
+    ("ts - INTERVAL '1 week 3 hours 5 seconds'", "TIMESTAMP", True),
+    ("date_trunc('month', ts - interval '6 hours')", "TIMESTAMP", True),
+    ("CAST(ts + INTERVAL '12 hours' AS DATE)", "DATE", True),
     # to_char of date_trunc (Looker's month and week dimensions).
     ("to_char(date_trunc('month', d), 'YYYY-MM')", "VARCHAR", True),
     ("TO_CHAR(DATE_TRUNC('week', d), 'YYYY-MM-DD')", "VARCHAR", True),
@@ -205,6 +218,10 @@ def test_where_the_clocks_skip_midnight_a_truncated_date_is_its_midnight(
         ("to_char(date_trunc('month', d), 'HH24')", "a date has no time of day"),
         ("to_char(date_trunc('decade', ts), 'YYYY')", "date_trunc needs a constant unit"),
         ("date(person)", "could fail on some values"),
+        ("d + INTERVAL '1 month'", "months or years is not supported"),
+        ("d + INTERVAL '0.5 seconds'", "a constant of days"),
+        ("d - INTERVAL '200000 days'", "more than 100,000 days"),
+        ("person + INTERVAL '1 day'", "the privacy unit"),
         # A condition sees raw values: a date of the year 300000 is no timestamp.
         (
             "CASE WHEN CAST(d AS TIMESTAMP) > TIMESTAMP '2020-01-01 12:00' THEN d END",
