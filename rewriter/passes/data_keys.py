@@ -41,6 +41,8 @@ a row exists). Accepted, with the released type:
 - a date or timestamp key (a column, date_trunc, a cast) plus or minus a constant interval
   of days, weeks, hours, minutes or seconds, and date_trunc of a column so shifted
   (``rewriter.passes.shifted_keys``; Metabase's weeks from Sunday): TIMESTAMP;
+- ``floor(EXTRACT(epoch FROM c) / N) * N``, Grafana's bucket of N whole seconds, of a date
+  or timestamp column (``rewriter.passes.epoch_keys``): BIGINT;
 - arithmetic and rounding over bounded numeric columns (``rewriter.passes.numeric_keys``):
   BIGINT for an integer expression, DOUBLE otherwise;
 - ``CASE WHEN … THEN … END``, ``COALESCE``, ``GREATEST`` and ``LEAST`` whose values are
@@ -86,6 +88,7 @@ from sqlglot import exp
 from rewriter.catalog import ColumnType
 from rewriter.errors import Rejected
 from rewriter.passes.check_predicate import check_predicate
+from rewriter.passes.epoch_keys import EpochBucket, bucket_sql, epoch_bucket, whole_seconds
 from rewriter.passes.numeric_keys import (
     Unknown,
     canonical_double,
@@ -140,7 +143,8 @@ ACCEPTED = (
     "timestamp column, a constant format); CAST(… AS DATE) and "
     "CAST(… AS TIMESTAMP) of a date or timestamp column (of a timestamp with time zone: "
     "its local time) or of date_trunc (to a date: of 'day' to 'year'); a date or timestamp "
-    "key plus or minus a constant interval of days to seconds; + - * /, floor, ceil, "
+    "key plus or minus a constant interval of days to seconds; floor(extract(epoch from "
+    "a date or timestamp column) / N) * N for a whole N; + - * /, floor, ceil, "
     "round(x[, d]) and abs over numeric columns with declared bounds; and CASE WHEN, "
     "COALESCE, GREATEST, LEAST and nullif over these"
 )
@@ -269,6 +273,9 @@ class _Keys:
             return self.key(node.this)
         if split_shift(node) is not None:
             return self.shifted(node)
+        bucket = epoch_bucket(node)
+        if bucket is not None:
+            return self.epoch(bucket)
         if numeric_value(node):
             unknown: Unknown = self.unknown
             sql, sql_type = numeric_key(node, self.scope, self.original, unknown)
@@ -434,6 +441,13 @@ class _Keys:
                 f"GROUP BY {self.original.sql(dialect='postgres')}: a date has no {field.lower()}",
                 hint="extract it from a timestamp column",
             )
+        if field == "EPOCH":
+            raise Rejected(
+                f"GROUP BY {self.original.sql(dialect='postgres')}: EXTRACT(epoch) is a key "
+                "only as a bucket of a whole number of seconds (PostgreSQL's epoch is an "
+                "exact numeric, DuckDB's a double)",
+                hint="for example floor(extract(epoch from visit_date) / 86400) * 86400",
+            )
         if field not in DATE_FIELDS | TIME_FIELDS:
             raise Rejected(
                 f"GROUP BY {self.original.sql(dialect='postgres')}: EXTRACT({field}) differs "
@@ -532,6 +546,22 @@ class _Keys:
             )
         value = within_shifted_years(shifted(base.sql, shift))
         return _Key(exp.cast(value, exp.DataType.Type.TIMESTAMP), "TIMESTAMP", changed=True)
+
+    def epoch(self, bucket: EpochBucket) -> _Key:
+        """Grafana's ``floor(EXTRACT(epoch FROM c) / N) * N`` (``epoch_keys``): BIGINT,
+        NULL outside the years 1 to 9999."""
+        column = self.date_column(bucket.moment)
+        info = self.scope.info(column)
+        if info.zoned:
+            raise Rejected(
+                f"GROUP BY {self.original.sql(dialect='postgres')}: the epoch of a timestamp "
+                "with time zone is not supported in a key",
+                hint=f"bucket its local time: floor(EXTRACT(epoch FROM CAST({column.name} AS "
+                "TIMESTAMP)) / 86400) * 86400",
+            )
+        seconds = whole_seconds(column, has_time=info.type is ColumnType.TIMESTAMP)
+        guarded = self.within_years(column, bucket_sql(seconds, bucket))
+        return _Key(exp.cast(guarded, exp.DataType.Type.BIGINT), "BIGINT", changed=True)
 
     def within_years(self, column: exp.Column, value: exp.Expr) -> exp.Expr:
         """``value`` (computed from the date or timestamp ``column``) where the column is
