@@ -49,6 +49,8 @@ _REFUSED = {
     "US": "fractions of a second",
     **{f"FF{digits}": "fractions of a second" for digits in range(1, 7)},
 }
+#: The fields computed from the moment cast to a timestamp (``_Fields.field``).
+_ISO_FIELDS = frozenset({"ISOYEAR", "WEEK"})
 _HINT = (
     "for example to_char(visit_date, 'YYYY-MM'); a key may use the year (YYYY, YY, IYYY, CC), "
     "quarter (Q), month (MM, Month, Mon, RM), week (WW, IW, W), day (DD, DDD, D, ID, Day, Dy, "
@@ -94,7 +96,15 @@ class _Fields:
         self.key = key
 
     def field(self, name: str) -> exp.Expr:
-        extracted: exp.Expr = exp.Extract(this=exp.var(name), expression=self.moment.copy())
+        moment = self.moment.copy()
+        if name in _ISO_FIELDS:
+            # DuckDB computes a date's ISO year and week on the column's smallest and largest
+            # values when it plans (its statistics), whatever the CASE that guards them: it
+            # fails on its earliest dates (-5877641-06-25), so one person's date would make
+            # the query fail. Of a timestamp it does not fail; within the years 1 to 9999
+            # the cast never does, and the fields are the same.
+            moment = exp.cast(moment, exp.DataType.Type.TIMESTAMP)
+        extracted: exp.Expr = exp.Extract(this=exp.var(name), expression=moment)
         if name == "SECOND":  # PostgreSQL's has the fraction: 9.5
             extracted = exp.Floor(this=extracted)
         return exp.cast(extracted, exp.DataType.Type.BIGINT)

@@ -297,3 +297,32 @@ def test_a_format_cast_to_text_is_the_format(duck: duckdb.DuckDBPyConnection) ->
         PlanRequest(1.0, delta=1e-6),
     )
     assert written.sql == plain.sql
+
+
+@pytest.fixture(scope="module")
+def extremes() -> Iterator[duckdb.DuckDBPyConnection]:
+    """DuckDB's earliest and latest dates and timestamps beside an ordinary day."""
+    conn = duckdb.connect(":memory:")
+    conn.execute(CREATE.format(schema="main"))
+    conn.execute(
+        "INSERT INTO main.calendar VALUES "
+        "(1, DATE '-5877641-06-25', TIMESTAMP '-290308-12-22 00:00:00'), "
+        "(2, DATE '5881580-07-10', TIMESTAMP '294247-01-10 04:00:54.775806'), "
+        "(3, DATE '2024-03-01', TIMESTAMP '2024-03-01 10:20:30')"
+    )
+    yield conn
+    conn.close()
+
+
+@pytest.mark.parametrize(("column", "text"), CASES, ids=[f"{c}:{f}" for c, f in CASES])
+def test_one_person_s_extreme_date_makes_no_key_fail(
+    column: str, text: str, extremes: duckdb.DuckDBPyConnection
+) -> None:
+    """DuckDB computes a date's ISO year and week on the column's smallest and largest
+    values when it plans, whatever the guard: on its earliest dates it failed, so one
+    person's date made IYYY and IW keys fail, after the charge (found by helper-129)."""
+    quoted = text.replace("'", "''")
+    sql = f"SELECT to_char({column}, '{quoted}') AS k, COUNT(*) FROM calendar GROUP BY 1"
+    made = plan(sql, catalog("main"), REQUEST)
+    found = {row[0]: row[1] for row in extremes.execute(made.sql).fetchall()}
+    assert found.pop(None) == 2 and list(found.values()) == [1]
