@@ -7,12 +7,14 @@ noise is drawn and the engine is not touched; it ends with its own record and NO
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 from accountant import Attempt, BudgetExhausted, Decision, Epsilon
 from proxy import reporting
 from proxy.answers import CachedAnswer
 from proxy.asker import Asker
+from proxy.failures import audit_reason
 from proxy.ledger import AsyncLedger
 from proxy.postprocess import PostProcessError, PostProcessor, with_intervals
 from proxy.pre_charge import Refuse
@@ -20,6 +22,8 @@ from proxy.reporting import Report
 from proxy.seam import Notice, QueryError, StatementResult
 from proxy.sqlstate import CONFIGURATION_LIMIT_EXCEEDED
 from rewriter import Plan
+
+logger = logging.getLogger(__name__)
 
 
 async def answer_from_cache(
@@ -40,10 +44,13 @@ async def answer_from_cache(
     try:
         answer = post.run(hit.release, query_plan.post_sql)
     except PostProcessError as failure:
+        # The engine's message may quote the noisy value: the server log has it, the audit
+        # record dpproxy's words only (docs/privacy.md), as for a charged answer.
+        logger.warning("post-processing a cached answer for %s failed: %s", asker.analyst, failure)
         await refuse(
             attempt,
             Decision.ERROR,
-            f"post-processing a cached answer failed: {failure}",
+            f"post-processing a cached answer failed: {audit_reason(failure)}",
             asker.budget,
         )
         raise QueryError(

@@ -315,6 +315,30 @@ def test_a_failed_post_processing_is_audited_without_the_noisy_value(pipeline: P
     )
 
 
+def test_a_failed_post_processing_of_a_cached_answer_is_audited_without_the_noisy_value(
+    pipeline: Pipeline,
+) -> None:
+    """The same for an answer from the cache: its record (an error at no cost) says what
+    failed in dpproxy's words, never the database's message with the noisy value (found by
+    helper-129)."""
+    s = session(pipeline)
+    ask(s, "SET dpproxy.epsilon = 5")
+    (count,) = ask(s, "SELECT COUNT(*) AS n FROM visits")
+    (n,) = count.rows[0]
+    with pytest.raises(QueryError) as failed:
+        ask(s, "SELECT CAST(COUNT(*) * COUNT(*) * 20000 AS SMALLINT) AS n FROM visits")
+    assert "nothing was charged" in failed.value.message
+    records = asyncio.run(pipeline.ledger.records("alice", ()))
+    assert [r.decision for r in records] == [Decision.ACCEPTED, Decision.ERROR]
+    reason = records[-1].reason or ""
+    assert reason == (
+        "post-processing a cached answer failed: PostProcessError: a noisy value did not fit "
+        "its type (a CAST to a narrower type, or out of range); the database's message is in "
+        "the server log"
+    )
+    assert str(int(n) * int(n) * 20000) not in reason and "Conversion Error" not in reason
+
+
 def test_without_the_cache_nothing_is_promised(database: Path, tmp_path: Path) -> None:
     ledger = AsyncLedger(tmp_path / "state.db")
     backend = DuckDBBackend(database, timeout_seconds=10)
