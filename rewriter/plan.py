@@ -103,6 +103,10 @@ class Plan:
     #: The time the query read CURRENT_DATE, now() … at (``rewriter.passes.current_time``);
     #: None when it reads no clock, and its answer does not depend on the time.
     now: dt.datetime | None = None
+    #: With every GROUP BY key from a public domain: the cells released, when WHERE rules
+    #: some out by the keys and constants alone (``rewriter.passes.where_cells``); None:
+    #: every cell of the domains.
+    cells: tuple[tuple[DomainValue, ...], ...] | None = None
 
     @property
     def gaussian(self) -> bool:
@@ -184,7 +188,8 @@ class Plan:
         released = []
         zeros = [_as_total(None, m) for m in self.measurements]
         if self.selection is None:
-            cells = [(tuple(_canonical(v) for v in c), c) for c in domain_cells(self.keys)]
+            public = domain_cells(self.keys) if self.cells is None else self.cells
+            cells = [(tuple(_canonical(v) for v in c), c) for c in public]
         else:
             cells = self._selected(self.selection, units, noise)
             exact = {cell: exact[cell] for cell, _ in cells}
@@ -262,9 +267,16 @@ class Plan:
             raise ReleaseError(f"measurement {output.numerator} has no grid")
         total = noisy[output.numerator] * grid.step
         if output.aggregate is Aggregate.SUM:
+            steps = noisy[output.numerator]
             if output.denominator is not None:  # c·n + Σ(x - c), in grid steps
-                steps = noisy[output.numerator] + spec.centre * noisy[output.denominator]
-                total = steps * grid.step
+                steps += spec.centre * noisy[output.denominator]
+            # Post-processing: a sum of values clamped to a range of one sign has that
+            # sign (values on [0, u] never sum below 0), as counts are never negative.
+            if grid.lower >= 0:
+                steps = max(steps, 0)
+            elif grid.upper <= 0:
+                steps = min(steps, 0)
+            total = steps * grid.step
             return int(total) if grid.step == 1.0 else float(total)
         if output.denominator is None or output.bounds is None:
             raise ReleaseError("an average needs a count and bounds")

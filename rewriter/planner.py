@@ -38,6 +38,7 @@ from rewriter.passes.measurements import MeasureKind, MeasurementSpec, plan_meas
 from rewriter.passes.post_process import post_query
 from rewriter.passes.released_source import released_source, wrapped_post_sql
 from rewriter.passes.subqueries import expand_subqueries
+from rewriter.passes.where_cells import where_cells
 from rewriter.passes.where_subqueries import WhereSubqueries
 from rewriter.plan import Measurement, Plan
 from rewriter.quantile_selection import QuantileSelection
@@ -65,6 +66,8 @@ PASSES = (
     "check_joins: protected tables joined along the privacy unit; per-person row bounds",
     "group_keys: GROUP BY keys and their public domains (or, with δ > 0, keys from the data,"
     " released through partition selection)",
+    "where_cells: the cells of public domains that WHERE rules out by the keys and"
+    " constants alone (department = 'A' GROUP BY department) are not released",
     "aggregates: the aggregates, and the post-processing expressions over them (window"
     " functions over the released groups: post_windows)",
     "measurements: integer measurements with per-unit bounds (fixed-point grid for reals)",
@@ -158,6 +161,7 @@ def _planned(statement: exp.Expr, catalog: Catalog, request: PlanRequest, *, clo
         where = check_predicate(shape.where, shape.scope, subqueries=subqueries)
     keys = group_keys(shape, data_keys=request.delta > 0 or shape.keys_only)
     check_distinct_delta(shape, keys, request.delta)
+    cells = where_cells(where, keys, shape.scope)
     aggregates, post = find_aggregates(shape, keys)
     specs, outputs = plan_measurements(aggregates, joins.max_rows_per_unit)
     selected = from_data(keys)  # partition selection: one more share of the budget
@@ -220,6 +224,7 @@ def _planned(statement: exp.Expr, catalog: Catalog, request: PlanRequest, *, clo
         constants=found,
         time_zone=zone,
         now=request.now if clock else None,
+        cells=cells,
     )
     integers = {name for name, kind in made.released_columns if kind in INTEGER_TYPES}
     return replace(made, post_sql=post_query(post, integers))
