@@ -200,6 +200,8 @@ def _domain(key: exp.Expr, scope: Scope, original: exp.Expr) -> tuple[tuple[Doma
     parts = nullif_parts(node)
     if parts is not None:
         return _nullif_domain(*parts, scope, original)
+    if isinstance(node, exp.Coalesce):
+        return _coalesce_domain(node, scope, original)
     if isinstance(node, exp.Case):
         values: list[DomainValue] = []
         branches = [b.args["true"] for b in node.args.get("ifs", [])]
@@ -308,6 +310,32 @@ def _nullif_domain(
     exact = isinstance(removed, str) or (isinstance(removed, int) and not isinstance(removed, bool))
     kept = [v for v in domain if not (exact and _same_value(v, removed))]
     return tuple(dict.fromkeys([*kept, None])), sql_type
+
+
+def _coalesce_domain(
+    node: exp.Coalesce, scope: Scope, original: exp.Expr
+) -> tuple[tuple[DomainValue, ...], str]:
+    """COALESCE(a, b, …) of constants and keys with a public domain (Looker's
+    ``COALESCE(CASE … END, 'Unknown')``): every value of each part but NULL, and NULL if
+    every part may be NULL. A value that an earlier part's never makes the COALESCE take
+    stays in (a domain larger than the keys, never smaller). Its parts are of one type."""
+    values: list[DomainValue] = []
+    types: set[str] = set()
+    nullable = True
+    for part in [node.this, *node.expressions]:
+        try:
+            found: tuple[DomainValue, ...] = (_literal(part.unnest(), original),)
+            sql_type = _literal_type(found) if found != (None,) else None
+        except _NoDomain:
+            found, sql_type = _domain(part, scope, original)
+        values += [v for v in found if v is not None]
+        nullable = nullable and None in found
+        if sql_type is not None and any(v is not None for v in found):
+            types.add(sql_type)
+    if len(types) > 1:
+        raise _NoDomain("COALESCE parts of one type")
+    unique = tuple(dict.fromkeys([*values, *([None] if nullable else [])]))
+    return unique, types.pop() if types else _literal_type(unique)
 
 
 def _same_value(a: DomainValue, b: DomainValue) -> bool:
