@@ -35,7 +35,10 @@ class BudgetExhausted(AccountantError):
     ``fits``: the largest ε the query could ask for (SET dpproxy.epsilon) and be answered
     now, as the ledger would charge it (None: not computed; zero: nothing fits).
     ``whole``: set when the query's cost alone exceeds the analyst's whole budget (so it
-    could never be answered, even with nothing spent): that cost as ε at ``delta``."""
+    could never be answered, even with nothing spent): that cost as ε at ``delta``.
+    ``shared_refuses_fit``: the global cap on all analysts' charges could not pay for a
+    query at ``fits`` either; the advice then names no ε, since the largest one the global
+    cap pays for would tell one analyst what the others spent (see GlobalBudgetExhausted)."""
 
     def __init__(
         self,
@@ -47,6 +50,7 @@ class BudgetExhausted(AccountantError):
         fits: Epsilon | None = None,
         whole: Epsilon | None = None,
         delta: Decimal | None = None,
+        shared_refuses_fit: bool = False,
     ):
         self.analyst = analyst
         self.requested = requested
@@ -54,9 +58,16 @@ class BudgetExhausted(AccountantError):
         self.total = total
         self.fits = fits
         self.whole = whole
+        self.shared_refuses_fit = shared_refuses_fit
         from accountant.budget import Epsilon, format_delta  # noqa: PLC0415 - budget imports us
 
-        if fits is not None and not fits.is_zero():
+        if shared_refuses_fit:
+            advice = (
+                "the global privacy budget shared by all analysts could not pay for the "
+                "largest ε left in your own budget either; ask an admin about the global "
+                "budget (`dpproxy budget global`) or for more budget"
+            )
+        elif fits is not None and not fits.is_zero():
             advice = (
                 f"lower the query's ε with SET {EPSILON_SETTING} = {fits.plain}, "
                 "or ask an admin for more budget"

@@ -187,9 +187,17 @@ def set_global_budget(conn: Connection, budget: GlobalBudget | None) -> None:
 def _check_global(conn: Connection, analyst: str, cost: Cost) -> None:
     """Refuse ``cost`` if all analysts' charges together would exceed the global cap. The
     refusal states no amount of the global budget (see GlobalBudgetExhausted)."""
+    problem = _global_problem(conn, cost)
+    if problem is not None:
+        raise GlobalBudgetExhausted(analyst, _requested(cost), problem)
+
+
+def _global_problem(conn: Connection, cost: Cost) -> str | None:
+    """Why the global cap cannot pay for ``cost`` (for the admin's log), or None if it can
+    (or there is no global cap)."""
     cap = global_budget(conn)
     if cap is None:
-        return
+        return None
     before = spending_all(conn)
     after = before.plus(cost)
     if not cost.rho.is_zero() and cap.delta == 0:
@@ -205,8 +213,8 @@ def _check_global(conn: Connection, analyst: str, cost: Cost) -> None:
             f"global cap's {cap.total} (at δ={format_delta(cap.delta)})"
         )
     else:
-        return
-    raise GlobalBudgetExhausted(analyst, _requested(cost), problem)
+        return None
+    return problem
 
 
 def _requested(cost: Cost) -> Epsilon | Cost:
@@ -270,18 +278,15 @@ def largest_fitting_epsilon(before: Spending, cost: Cost, budget: AnalystBudget)
     The charge grows with ε, so a binary search over nano-ε finds it exactly. Pure ε after
     pure ε composes exactly, and the answer is then what remains; otherwise (a conversion
     of ρ to ε) it is rounded down to two significant digits, a number people can type
-    that still fits."""
+    that still fits. The per-query cap bounds it; the global cap does not (``reserve``
+    checks whether it would pay for this ε, and then names none of its amounts)."""
     gaussian = not cost.rho.is_zero()
     # No ε above the query's own can fit (for a Gaussian query, the ε whose ε²/2 is its ρ).
     asked = math.isqrt(2 * NANO_PER_UNIT * cost.rho.nano) + 1 if gaussian else cost.epsilon.nano
     high = min(asked, budget.effective_cap.nano)
 
     def fits(nano: int) -> bool:
-        return _fits(
-            before,
-            session_cost(Epsilon.from_nano(nano), gaussian=gaussian, delta=cost.delta),
-            budget,
-        )
+        return _fits(before, _like(cost, Epsilon.from_nano(nano)), budget)
 
     largest, low = 0, 1
     while low <= high:
@@ -293,6 +298,11 @@ def largest_fitting_epsilon(before: Spending, cost: Cost, budget: AnalystBudget)
     if gaussian or before.rho_nano:
         largest = _two_digits_down(largest)
     return Epsilon.from_nano(largest)
+
+
+def _like(cost: Cost, epsilon: Epsilon) -> Cost:
+    """What a query like ``cost`` (the same mechanism and δ) is charged at ``epsilon``."""
+    return session_cost(epsilon, gaussian=not cost.rho.is_zero(), delta=cost.delta)
 
 
 def check_cap(analyst: str, cost: Cost, budget: AnalystBudget) -> None:
@@ -330,14 +340,17 @@ def reserve(
         _check_delta_leaves_room(attempt.analyst, before, cost, budget)
         already = before.epsilon(budget.delta)
         alone = NOTHING_SPENT.plus(cost).epsilon_nano(budget.delta)
+        fits = largest_fitting_epsilon(before, cost, budget)
         raise BudgetExhausted(
             attempt.analyst,
             _requested(cost),
             budget.total.saturating_sub(already),
             budget.total,
-            fits=largest_fitting_epsilon(before, cost, budget),
+            fits=fits,
             whole=as_epsilon(alone) if alone > budget.total.nano else None,
             delta=budget.delta,
+            shared_refuses_fit=not fits.is_zero()
+            and _global_problem(conn, _like(cost, fits)) is not None,
         )
     _check_global(conn, attempt.analyst, cost)
     remaining = Epsilon.from_nano(budget.total.nano - after_nano)

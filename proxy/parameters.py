@@ -32,6 +32,7 @@ from sqlglot.errors import SqlglotError
 from proxy.copy_statement import is_copy
 from proxy.cursor_statements import query_start
 from proxy.parameter_arrays import ARRAY_ELEMENTS, array_literal, empty_array
+from proxy.parameter_positions import as_constant, stands_for_position
 from proxy.parameter_stand_ins import Role, stand_ins
 from proxy.parameter_type_rules import ColumnOids
 from proxy.parameter_types import Inference, infer, parameter_number
@@ -375,7 +376,10 @@ def substitute(statement: ParsedStatement, literals: Sequence[exp.Expr]) -> str:
             number = parameter_number(node)
             if number is None or number > len(literals):
                 raise QueryError(UNDEFINED_PARAMETER, f"there is no parameter ${node.this}")
-            node.replace(literals[number - 1].copy())
+            made = literals[number - 1].copy()
+            if stands_for_position(node):  # GROUP BY $1: a constant, not a column's number
+                made = as_constant(made, statement.parameter_types[number - 1])
+            node.replace(made)
         return statement.head + tree.sql(dialect=DIALECT)
     except RecursionError:
         raise _too_deep() from None
@@ -405,10 +409,11 @@ def literal(oid: int, value: Value) -> exp.Expr:
     if isinstance(value, dt.datetime):
         if value.tzinfo is not None:
             if oid == values.TIMESTAMPTZ:
-                # An instant: its text with its offset, which a timestamp with time zone
-                # reads as that instant in any session zone (rewriter.zones); a naive
-                # timestamp would be read as a local time of the session's zone.
-                return exp.Literal.string(value.isoformat(sep=" "))
+                # An instant: its text with its offset, typed, which PostgreSQL compares
+                # with a date or timestamp as an instant too (rewriter.passes
+                # .time_constants); a naive timestamp would be read as a local time of the
+                # session's zone, an untyped text as a date by a date.
+                return _cast(value.isoformat(sep=" "), exp.DataType.Type.TIMESTAMPTZ)
             # A timestamp without time zone: PostgreSQL's input ignores an offset.
             value = value.replace(tzinfo=None)
         return _cast(value.isoformat(sep=" "), exp.DataType.Type.TIMESTAMP)

@@ -18,6 +18,7 @@ from functools import lru_cache
 
 import duckdb
 
+from proxy.collated_runs import CollatedRuns
 from proxy.seam import ColumnDescription
 from rewriter import Accuracy, Release
 from rewriter.derived_intervals import Span
@@ -69,8 +70,11 @@ class Answer:
 
 
 class PostProcessor:
-    def __init__(self) -> None:
+    def __init__(self, collation: str | None = None) -> None:
+        """``collation``: the DuckDB collation text is ordered under (proxy.text_order),
+        None for byte order."""
         self._connection = duckdb.connect(":memory:", config={"enable_external_access": False})
+        self._collated = CollatedRuns(collation)
 
     def run(self, release: Release, post_sql: str) -> Answer:
         projection = _projection(release.columns, post_sql)
@@ -127,7 +131,9 @@ class PostProcessor:
     def _query(
         self, columns: Sequence[tuple[str, str]], rows: Sequence[Sequence[object]], sql: str
     ) -> Answer:
-        cursor = self._connection.cursor()
+        collated = self._collated.run_on(rows, sql)  # under the database's collation
+        connection, sql = (self._connection, sql) if collated is None else collated
+        cursor = connection.cursor()
         try:
             definition = ", ".join(f'"{name}" {kind}' for name, kind in columns)
             cursor.execute(f'CREATE TEMP TABLE "{RELEASED}" ({definition})')
@@ -280,6 +286,8 @@ def format_value(value: object) -> str | None:
             return "NaN"
         if math.isinf(value):
             return "Infinity" if value > 0 else "-Infinity"
+        if value == 0 and math.copysign(1.0, value) < 0:
+            return "-0"  # as PostgreSQL writes it (round(-0.4::float8))
         if value.is_integer() and abs(value) < 1e15:
             return str(int(value))
         return repr(value)

@@ -29,6 +29,7 @@ from proxy.selfservice import SelfServiceResponder
 from proxy.server import Server
 from proxy.settings import BackendSettings, ConfigError, ServerSettings, Settings
 from proxy.text_collations import check_text_collations
+from proxy.text_order import read_text_order
 from proxy.tls import TLSConfigError, server_context
 from proxy.unit_columns import check_unit_columns
 from proxy.unit_keys import check_unit_keys
@@ -143,12 +144,17 @@ async def run(settings: Settings, on_ready: Callable[[int], None]) -> None:
         if recovered:
             logger.warning("recorded %d interrupted queries as failed (charges stand)", recovered)
         seed_analysts(ledger, settings)
+        order = await read_text_order(backend, declared, settings.tables)
+        if order.warning is not None:
+            logger.warning("%s", order.warning)
+        else:
+            logger.info("%s", order.note)
         pipeline = Pipeline(
             catalog,
             backend,
             ledger,
             OpenDPNoise(),
-            PostProcessor(),
+            PostProcessor(order.collation),
             answers=answer_cache(settings.backend),
         )
         app = DpproxyApp(

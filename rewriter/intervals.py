@@ -27,7 +27,9 @@ from fractions import Fraction
 from sqlglot import exp
 
 from rewriter.catalog import ColumnInfo, ColumnType
+from rewriter.decimal_casts import decimal_cast
 from rewriter.errors import Rejected
+from rewriter.output_names import function_name
 from rewriter.passes.zoned_bounds import local_years
 from rewriter.underflow import check_underflow, rounding_digits
 
@@ -192,15 +194,25 @@ def _node_interval(node: exp.Expr, bounds: _Columns) -> Interval:
         inner = _interval(node.this, bounds)
         if node.to.is_type(*exp.DataType.INTEGER_TYPES):
             return Interval(math.floor(inner.lower), math.ceil(inner.upper), True)
+        if node.to.is_type(exp.DataType.Type.DECIMAL) and node.to.expressions:
+            lower, upper = decimal_cast(node, inner.lower, inner.upper)
+            return Interval(lower, upper, inner.integer)
         return inner
     raise Rejected(
-        f"cannot bound {node.sql(dialect='postgres')} inside an aggregate",
+        f"cannot bound {_around(node).sql(dialect='postgres')} inside an aggregate",
         hint=(
             "aggregate numeric columns with declared bounds, combined with + - * /, abs, "
             "round, floor, ceil, least, greatest, coalesce, CASE, EXTRACT(field FROM a date "
             "or timestamp column), or numeric literals"
         ),
     )
+
+
+def _around(node: exp.Expr) -> exp.Expr:
+    """What a message quotes for a value that cannot be bounded: the arithmetic it is an
+    operand of (``CURRENT_DATE - visit_date``, not the date alone)."""
+    parent = node.parent
+    return parent if isinstance(parent, (exp.Add, exp.Sub, exp.Mul, exp.Div)) else node
 
 
 def _extract(node: exp.Extract, info: ColumnInfos | None) -> Interval:
@@ -269,9 +281,10 @@ def _rounding_arguments(node: exp.Floor | exp.Ceil | exp.Round) -> None:
     if isinstance(node, exp.Round):
         extra -= {"decimals"}
     if extra:
-        form = "round(x) or round(x, d)" if isinstance(node, exp.Round) else f"{node.key}(x)"
+        name = function_name(node)
+        form = "round(x) or round(x, d)" if isinstance(node, exp.Round) else f"{name}(x)"
         raise Rejected(
-            f"{node.key} with more arguments than {form} is not supported inside an aggregate",
+            f"{name} with more arguments than {form} is not supported inside an aggregate",
             hint="write round(x, d) to round to d decimal places (d from -15 to 15), "
             "or floor(x) / ceil(x)",
         )

@@ -44,6 +44,9 @@ _SYNTAX_NAMES: dict[type[exp.Expr], str] = {
     exp.CurrentDate: "current_date",
     exp.CurrentTimestamp: "current_timestamp",
     exp.VariancePop: "var_pop",
+    # Calls whose name the parser records no position of (rewriter.parse).
+    exp.GroupConcat: "string_agg",
+    exp.JSONArrayAgg: "json_agg",
 }
 _TRIMS = {"LEADING": "ltrim", "TRAILING": "rtrim"}
 _UNNAMED = "?column?"

@@ -52,6 +52,7 @@ def parse_statement(sql: str) -> exp.Expr:
         )
     statement = statements[0]
     _to_char_as_written(sql, statement)
+    _time_parsing_as_written(sql, statement)
     _date_part_as_written(sql, statement)
     _date_calls_as_casts(statement)
     for node in statement.walk():
@@ -106,6 +107,43 @@ def _to_char_as_written(sql: str, statement: exp.Expr) -> None:
             written = exp.Literal.string(text)
         arguments = [call.this] if written is None else [call.this, written]
         call.replace(exp.Anonymous(this="to_char", expressions=arguments))
+
+
+def _time_parsing_as_written(sql: str, statement: exp.Expr) -> None:
+    """Each ``to_date(text, 'format')`` and ``to_timestamp(text, 'format')`` as PostgreSQL's
+    call with its format as written, and ``to_timestamp(number)`` as PostgreSQL's call (each
+    an ``Anonymous``, which ``rewriter.passes.time_constants`` reads): sqlglot reads them as
+    StrToDate, StrToTime and UnixToTime, with a strftime format of its own making ('HH12'
+    and 'HH' become one '%I') and no more than two arguments (it drops a third). The format
+    is read again from the tokens after the call's name; a call whose format is not the
+    last of two arguments, or not a plain string, keeps what sqlglot read of it."""
+    calls = list(statement.find_all(exp.StrToDate, exp.StrToTime, exp.UnixToTime))
+    if not calls:
+        return
+    tokens = sqlglot.tokenize(sql, read="postgres")  # read once already by the parse
+    at = {token.start: index for index, token in enumerate(tokens)}
+    for call in calls:
+        name = "to_date" if isinstance(call, exp.StrToDate) else "to_timestamp"
+        if isinstance(call, exp.UnixToTime):
+            extra = [k for k, v in call.args.items() if k != "this" and v is not None]
+            arguments = [call.this] if not extra else [call.this, exp.Null()]
+            call.replace(exp.Anonymous(this=name, expressions=arguments))
+            continue
+        written = call.args.get("format")
+        meta = call._meta or {}
+        start = meta.get("start")
+        index = at.get(start) if isinstance(start, int) else None
+        if isinstance(written, exp.Literal) and written.is_string:
+            text = _format_argument(tokens, index) if index is not None else None
+            if text is None:
+                # Not the second and last argument (to_timestamp('a', 'b', 'c'), which
+                # PostgreSQL has no function for): three arguments, which are refused.
+                arguments = [call.this, exp.Null(), exp.Null()]
+                call.replace(exp.Anonymous(this=name, expressions=arguments))
+                continue
+            written = exp.Literal.string(text)
+        arguments = [call.this] if written is None else [call.this, written]
+        call.replace(exp.Anonymous(this=name, expressions=arguments))
 
 
 def _date_part_as_written(sql: str, statement: exp.Expr) -> None:

@@ -35,13 +35,16 @@ from rewriter.passes.group_keys import domain_cells, from_data, group_keys
 from rewriter.passes.like_escapes import like_escapes
 from rewriter.passes.local_times import local_times
 from rewriter.passes.measurements import MeasureKind, MeasurementSpec, plan_measurements
+from rewriter.passes.post_kinds import released_kinds
 from rewriter.passes.post_process import post_query
 from rewriter.passes.released_source import released_source, wrapped_post_sql
 from rewriter.passes.subqueries import expand_subqueries
+from rewriter.passes.time_constants import time_constants
 from rewriter.passes.where_cells import where_cells
 from rewriter.passes.where_subqueries import WhereSubqueries
 from rewriter.plan import Measurement, Plan
 from rewriter.quantile_selection import QuantileSelection
+from rewriter.written_text import restore_written, written_texts
 
 Dialect = Literal["duckdb", "postgres"]
 
@@ -51,6 +54,9 @@ PASSES = (
     "cast_constants: constants written with a cast (what drivers bind: LIKE 'I%'::varchar,"
     " LIMIT 2::integer) read as the constants where PostgreSQL's value and meaning are the"
     " same; LIMIT ALL, LIMIT NULL and OFFSET NULL dropped",
+    "time_constants: to_date(text, format), to_timestamp(text, format), to_timestamp(number)"
+    " and timestamp with time zone constants as literals, read as PostgreSQL reads them in the"
+    " session's TimeZone",
     "current_time: CURRENT_DATE, now() … and the constant date arithmetic around them as"
     " literals, at the time the statement arrived",
     "released_source: a query around a DP subquery (BI tools' wrappers) is post-processing"
@@ -143,15 +149,21 @@ def _plan(sql: str, catalog: Catalog, request: PlanRequest) -> Plan:
     statement = parse_statement(sql)
     any_arrays(statement)
     cast_constants(statement)
+    time_constants(statement, request.time_zone)
     clock = current_time(statement, request.now, request.time_zone)
-    return _planned(statement, catalog, request, clock=clock)
+    written = written_texts(statement) if clock else {}
+    try:
+        return _planned(statement, catalog, request, clock=clock)
+    except Rejected as rejection:  # quoting CURRENT_DATE, not the date it stood for
+        raise restore_written(rejection, written) from None
 
 
 def _planned(statement: exp.Expr, catalog: Catalog, request: PlanRequest, *, clock: bool) -> Plan:
     wrapped = released_source(statement, catalog)
     if wrapped is not None:  # a query around a DP subquery: post-processing of its answer
         inner = _planned(wrapped.inner, catalog, request, clock=clock)
-        return replace(inner, post_sql=wrapped_post_sql(wrapped, inner.post_sql))
+        kinds = released_kinds(_integers(inner))
+        return replace(inner, post_sql=wrapped_post_sql(wrapped, inner.post_sql, kinds))
     tree, catalog = expand_subqueries(statement, catalog)
     shape = distinct(check_shape(tree, catalog))
     joins = check_joins(shape)
@@ -226,8 +238,12 @@ def _planned(statement: exp.Expr, catalog: Catalog, request: PlanRequest, *, clo
         now=request.now if clock else None,
         cells=cells,
     )
-    integers = {name for name, kind in made.released_columns if kind in INTEGER_TYPES}
-    return replace(made, post_sql=post_query(post, integers))
+    return replace(made, post_sql=post_query(post, _integers(made)))
+
+
+def _integers(made: Plan) -> set[str]:
+    """The released columns that hold integers."""
+    return {name for name, kind in made.released_columns if kind in INTEGER_TYPES}
 
 
 #: The released columns' types that hold integers (a numeric cast keeps no decimals).

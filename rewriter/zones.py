@@ -34,6 +34,7 @@ import zoneinfo
 
 from sqlglot import exp
 
+from rewriter.datetime_input import read_moment
 from rewriter.errors import Rejected
 
 #: ``exp.Column.meta`` of a resolved reference to a timestamptz column: the zone it is read
@@ -177,50 +178,26 @@ def instant_bound(value: dt.date, *, upper: bool) -> exp.Expr:
 # ---------------------------------------------------------------------------------------
 # Literals compared with an instant
 
-_LOCAL_TEXT = re.compile(
-    r"\s*(\d{4}-\d{2}-\d{2})(?:[ T](\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?))?"
-    r"\s*(Z|[+-]\d{2}(?::?\d{2})?)?\s*",
-    re.ASCII | re.IGNORECASE,
-)
-
 
 def instant_of_text(text: str, zone: str) -> exp.Expr | None:
     """The instant PostgreSQL reads the text ``text`` as, in the session's ``zone``, as SQL
     both engines compute alike; None if it is not a date or date-time within the years 1
-    to 9999 written as 2024-03-31, 2024-03-31 08:00[:00[.000000]] (or with a T), with or
-    without an offset (Z, +02, +05:30, -0800)."""
-    found = _LOCAL_TEXT.fullmatch(text)
-    if found is None:
+    to 9999 of the forms ``rewriter.datetime_input`` reads (2024-03-31, 2024-03-31
+    08:00[:00[.000000]], with a T or a space, with or without an offset: Z, +02, +05:30,
+    -0800). Rejected as PostgreSQL refuses a text of those forms (22008, 22009)."""
+    moment = read_moment(text)
+    if moment is None or moment.local is None:
         return None
-    day, clock, offset = found.groups()
-    try:
-        moment = dt.datetime.fromisoformat(f"{day} {clock or '00:00'}")
-    except ValueError:
-        return None
-    if offset is None:
+    if moment.offset is None:
         local = exp.cast(
-            exp.Literal.string(moment.isoformat(sep=" ", timespec="microseconds")),
+            exp.Literal.string(moment.local.isoformat(sep=" ", timespec="microseconds")),
             exp.DataType.Type.TIMESTAMP,
         )
         return at_zone(local, zone)
-    east = _offset(offset)
-    if east is None:
-        return None
     try:
-        utc = moment - east
+        utc = moment.local - moment.offset
     except OverflowError:
         return None
     if not 1 <= utc.year <= 9999:
         return None
     return _instant(utc.isoformat(sep=" ", timespec="microseconds") + "+00")
-
-
-def _offset(text: str) -> dt.timedelta | None:
-    if text.upper() == "Z":
-        return dt.timedelta(0)
-    digits = text[1:].replace(":", "")
-    hours, minutes = int(digits[:2]), int(digits[2:] or 0)
-    if hours > 15 or minutes > 59:
-        return None
-    east = dt.timedelta(hours=hours, minutes=minutes)
-    return east if text[0] == "+" else -east

@@ -37,6 +37,13 @@ from proxy.backends import (
     group_declared,
     single_count,
 )
+from proxy.backends.pg_collation import (
+    COLLATION_QUERY,
+    DATABASE_QUERY,
+    PgCollation,
+    database_collation,
+    named_collation,
+)
 from rewriter.planner import Dialect
 
 QUERY_CANCELED = "57014"
@@ -224,6 +231,21 @@ class PostgresBackend:
         )
         rows = await self._fetch_at_start(query, [limit + 1])
         return single_count(rows, f"the rows of {schema}.{table}") <= limit
+
+    async def database_collation(self) -> PgCollation:
+        """The database's default collation (pg_database), read when dpproxy starts."""
+        rows = await self._fetch_at_start(DATABASE_QUERY, [])
+        if len(rows) != 1 or not isinstance(rows[0][0], dict):
+            raise BackendError("PostgreSQL: the current database is not in pg_database")
+        return database_collation(rows[0][0])
+
+    async def collation(self, name: str) -> PgCollation | None:
+        """The collation a column declares (information_schema's name, with its schema
+        unless pg_catalog), or None if pg_collation has no such collation."""
+        rows = await self._fetch_at_start(COLLATION_QUERY, [name, name])
+        if len(rows) != 1 or not isinstance(rows[0][0], dict):
+            return None
+        return named_collation(name, rows[0][0])
 
     async def _fetch_at_start(
         self, query: pgsql.Composed | str, params: list[object]

@@ -24,6 +24,9 @@ import struct
 import uuid
 from decimal import Decimal, InvalidOperation
 
+from rewriter.datetime_input import read_moment
+from rewriter.errors import Rejected
+
 # Type OIDs (pg_type.oid).
 BOOL = 16
 BYTEA = 17
@@ -286,7 +289,15 @@ def _parse_datetime(oid: int, stripped: str, text: str) -> Value:
             return dt.date.fromisoformat(stripped)
         return dt.datetime.fromisoformat(stripped)
     except ValueError:
-        raise _invalid(oid, text) from None
+        pass
+    if oid == DATE:  # '2023-01-01T00:00:00Z': the date PostgreSQL's date input reads
+        try:
+            moment = read_moment(text)
+        except Rejected as refused:
+            raise ValueFormatError(refused.sqlstate, refused.message) from None
+        if moment is not None:
+            return moment.date
+    raise _invalid(oid, text)
 
 
 def _decode_binary(oid: int, data: bytes) -> Value:

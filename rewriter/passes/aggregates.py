@@ -18,7 +18,12 @@ from rewriter.errors import Rejected
 from rewriter.intervals import Interval, interval_of
 from rewriter.output_names import function_name, output_name
 from rewriter.passes.check_joins import unwrap
-from rewriter.passes.check_predicate import allowed_node, check_predicate, written_name
+from rewriter.passes.check_predicate import (
+    allowed_node,
+    check_predicate,
+    no_parameter,
+    written_name,
+)
 from rewriter.passes.check_shape import QueryShape
 from rewriter.passes.group_keys import GroupKey, from_data, written_form
 from rewriter.passes.post_functions import (
@@ -434,6 +439,8 @@ def check_post_node(node: exp.Expr, where: str) -> None:
     if is_post_function(node):  # computed as PostgreSQL does: post_functions
         check_post_function(node, where)
         return
+    if isinstance(node, exp.Placeholder | exp.Parameter):
+        raise no_parameter(node)
     if not allowed_post_node(node):
         if isinstance(node, exp.Func):
             raise Rejected(

@@ -40,8 +40,12 @@ array's element type:
 An empty array still checks the operator for ``x``'s type, as PostgreSQL does (``x =
 ANY('{}'::int[])`` of a text ``x`` is an error): it is written ``(x op e) AND FALSE``
 (ANY) or ``(x op e) OR TRUE`` (ALL), with ``e`` a NULL of the element type (for LIKE the
-pattern ``''``). ``ANY (SELECT …)`` and arrays that are not constants are left as they
-are (refused later).
+pattern ``''``). A NULL array (``x = ANY(NULL)``, ``x <> ALL(NULL::int[])``) makes the
+value NULL whatever ``x`` (no row matches in WHERE), once the operator is resolved
+likewise: it is written ``((x op e) OR TRUE) AND NULL``. A constant that is no array
+(``x = ANY(5)``, ``ANY(NULL::int)``) is refused as PostgreSQL refuses it (42809).
+``ANY (SELECT …)`` and arrays that are not constants are left as they are (refused
+later).
 """
 
 from __future__ import annotations
@@ -116,15 +120,15 @@ def _rewritten(node: exp.Expr, kind: str, array: exp.Expr) -> exp.Expr:
     written = node.sql(dialect="postgres")
     element_type, elements = _elements(array, written)
     value = node.this
-    pattern = isinstance(node, (exp.Like, exp.ILike))
     if not elements:
-        # (x op e) AND FALSE: false, as x op ANY of no elements, once op is resolved.
-        if pattern:
-            empty: exp.Expr = exp.Literal.string("")
-            standin = empty if element_type is None else exp.cast(empty, element_type)
-        else:
-            standin = exp.Null() if element_type is None else exp.cast(exp.Null(), element_type)
+        standin = _standin(node, element_type)
         compared = exp.Paren(this=_compare(node, value, standin))
+        if elements is None:
+            # ((x op e) OR TRUE) AND NULL: NULL, as x op ANY/ALL of a NULL array, once op
+            # is resolved.
+            either = exp.Paren(this=exp.Or(this=compared, expression=exp.true()))
+            return exp.And(this=either, expression=exp.Null())
+        # (x op e) AND FALSE: false, as x op ANY of no elements, once op is resolved.
         if kind == "ANY":
             return exp.And(this=compared, expression=exp.false())
         return exp.Or(this=compared, expression=exp.true())
@@ -142,6 +146,15 @@ def _rewritten(node: exp.Expr, kind: str, array: exp.Expr) -> exp.Expr:
         ]
         parts = pairs + ([parts[-1]] if len(parts) % 2 else [])
     return parts[0]
+
+
+def _standin(node: exp.Expr, element_type: exp.DataType | None) -> exp.Expr:
+    """An element of ``element_type`` (None: of unknown type) that ``x op e`` resolves
+    ``op`` with: NULL, or the pattern '' for LIKE."""
+    if isinstance(node, (exp.Like, exp.ILike)):
+        empty: exp.Expr = exp.Literal.string("")
+        return empty if element_type is None else exp.cast(empty, element_type)
+    return exp.Null() if element_type is None else exp.cast(exp.Null(), element_type)
 
 
 def _placed(made: exp.Expr, parent: exp.Expr | None) -> exp.Expr:
@@ -162,14 +175,20 @@ def _compare(node: exp.Expr, value: exp.Expr, element: exp.Expr) -> exp.Expr:
     return made
 
 
-def _elements(array: exp.Expr, written: str) -> tuple[exp.DataType | None, list[exp.Expr]]:
-    """The element type (None: a quoted array without a type) and the elements, each
-    written as a constant of that type."""
+def _elements(array: exp.Expr, written: str) -> tuple[exp.DataType | None, list[exp.Expr] | None]:
+    """The element type (None: a quoted array or NULL without a type) and the elements,
+    each written as a constant of that type; None for a NULL array."""
     target: exp.DataType | None = None
     inner = array
     if isinstance(array, exp.Cast):
+        if not array.to.is_type(Type.ARRAY):
+            raise _not_an_array()
         target = _array_type(array.to, written)
         inner = array.this.unnest()
+    if isinstance(inner, exp.Null):
+        return target, None
+    if isinstance(inner, exp.Boolean) or number_constant(inner) is not None:
+        raise _not_an_array()
     if is_text(inner):
         values = parse_array(inner.name)
         if target is None:
@@ -189,6 +208,15 @@ def _elements(array: exp.Expr, written: str) -> tuple[exp.DataType | None, list[
         f"{written}: dpproxy reads ANY and ALL of an array of constants only "
         "(ARRAY['A', 'B'] or '{A,B}')",
         hint=_HINT,
+    )
+
+
+def _not_an_array() -> Rejected:
+    """As PostgreSQL refuses ``x = ANY(5)`` or ``x = ANY(NULL::int)``."""
+    return Rejected(
+        "op ANY/ALL (array) requires array on right side",
+        sqlstate="42809",
+        hint="write the values as an array: x = ANY('{1,2}'), or x = ANY(ARRAY[1, 2])",
     )
 
 

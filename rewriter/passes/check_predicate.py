@@ -23,6 +23,7 @@ from rewriter.passes.row_functions import MAX_NODES, is_row_function, restored, 
 from rewriter.passes.value_types.kinds import BOOLEAN, NULL, NUMBER
 from rewriter.scope import Scope
 from rewriter.sql_values import TINY, number
+from rewriter.zones import is_instant_literal
 
 _STRUCTURE = (
     exp.And,
@@ -227,6 +228,11 @@ class _Portable:
             and self._floating(node.this)
         ):
             return self._round(node)
+        if self.cleaned and _numeric_type(node) and not node.expressions:
+            # numeric inside an aggregate (value_types.number_casts): DuckDB's DECIMAL is
+            # DECIMAL(18, 3), which a value within ±2^52 may not fit; DECIMAL(38, 12) holds
+            # it on both engines.
+            return exp.DataType.build("DECIMAL(38, 12)")
         return node
 
     def _boolean_count(self, node: exp.Cast) -> exp.Expr:
@@ -524,6 +530,8 @@ def _check_node(node: exp.Expr, where: str, *, nested: bool = False) -> None:
             hint="subqueries are supported in WHERE only; see docs/sql.md",
         )
     if isinstance(node, exp.Cast) and node.to.this not in _CAST_TYPES:
+        if is_instant_literal(node):
+            return  # a constant timestamp with time zone, compared (passes.time_constants)
         raise Rejected(f"casting to {node.to.sql(dialect='postgres')} is not supported in {where}")
     if isinstance(node, exp.Column) and not isinstance(node.this, exp.Identifier):
         raise Rejected(f"{where} may refer to columns by name only")
@@ -540,12 +548,7 @@ def _check_node(node: exp.Expr, where: str, *, nested: bool = False) -> None:
             hint="subqueries are supported in WHERE only; see docs/sql.md",
         )
     if isinstance(node, exp.Placeholder | exp.Parameter):
-        raise Rejected(
-            f"there is no parameter {node.sql(dialect='postgres')}",
-            sqlstate="42P02",
-            hint="send the values with the query (parameters numbered from $1, extended "
-            "protocol), or write them in the SQL",
-        )
+        raise no_parameter(node)
     if isinstance(node, exp.Func):
         written = _WRITTEN.get(type(node))
         raise Rejected(
@@ -553,6 +556,8 @@ def _check_node(node: exp.Expr, where: str, *, nested: bool = False) -> None:
             hint=f"allowed functions: {ALLOWED_FUNCTIONS}",
         )
     if isinstance(node, exp.DataTypeParam):
+        if where in VALUE_CONTEXTS and _numeric_type(node.parent):
+            return  # numeric(p, s) of a bounded value: rewriter.intervals checks it fits
         # numeric(10, 2) fails on values it cannot hold, varchar(3) cuts texts: either
         # would depend on the data.
         typed = node.parent.sql(dialect="postgres") if node.parent else "the type"
@@ -560,13 +565,53 @@ def _check_node(node: exp.Expr, where: str, *, nested: bool = False) -> None:
             f"a cast to {typed} (a type with a precision or length) is not supported in {where}",
             hint="round instead (round(x, 2)), compare the column itself, or cast to text",
         )
+    grouping = _GROUPINGS.get(type(node))
+    if grouping is not None:
+        raise Rejected(
+            f"{grouping} is not supported in {where}",
+            hint="run one query per grouping: GROUP BY the keys of each, and the query "
+            "without GROUP BY for the total",
+        )
     raise Rejected(f"{written_name(node)} is not allowed in {where}", hint=_HINTS.get(type(node)))
+
+
+#: GROUP BY forms PostgreSQL has and dpproxy does not, as PostgreSQL writes them.
+_GROUPINGS: dict[type[exp.Expr], str] = {
+    exp.GroupingSets: "GROUPING SETS",
+    exp.Rollup: "ROLLUP",
+    exp.Cube: "CUBE",
+}
+
+
+def _numeric_type(node: exp.Expr | None) -> bool:
+    return isinstance(node, exp.DataType) and node.is_type(exp.DataType.Type.DECIMAL)
+
+
+def no_parameter(node: exp.Placeholder | exp.Parameter) -> Rejected:
+    """A parameter in a query sent without values (the simple query protocol), as
+    PostgreSQL refuses it."""
+    return Rejected(
+        f"there is no parameter {node.sql(dialect='postgres')}",
+        sqlstate="42P02",
+        hint="send the values with the query (parameters numbered from $1, extended "
+        "protocol), or write them in the SQL",
+    )
 
 
 def written_name(node: exp.Expr) -> str:
     """How the analyst wrote ``node``, in a message: an operator as PostgreSQL spells it
-    (``the operator >>``), else sqlglot's name for what has none."""
-    return _WRITTEN.get(type(node)) or _operator(node) or node.key.upper()
+    (``the operator >>``), a GROUP BY form by its keywords, else its SQL (shortened), never
+    sqlglot's name for it (GROUPINGSETS)."""
+    return _WRITTEN.get(type(node)) or _GROUPINGS.get(type(node)) or _operator(node) or _shown(node)
+
+
+#: The most characters of an expression a message quotes.
+_SHOWN = 60
+
+
+def _shown(node: exp.Expr) -> str:
+    text = node.sql(dialect="postgres")
+    return text if len(text) <= _SHOWN else f"{text[: _SHOWN - 1]}…"
 
 
 def _operator(node: exp.Expr) -> str | None:

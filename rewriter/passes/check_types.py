@@ -50,6 +50,7 @@ from rewriter.passes.value_types.kinds import (
     NUMBER,
     OTHER,
     TEXT,
+    ZONED,
     TypeMemo,
     chosen,
     column_kind,
@@ -58,6 +59,7 @@ from rewriter.passes.value_types.literals import number_in_range
 from rewriter.passes.value_types.moments import date_trunc_kind, extract_kind, moment_arithmetic
 from rewriter.passes.value_types.text import check_text_argument
 from rewriter.scope import Scope
+from rewriter.zones import is_instant_literal
 
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ, exp.NullSafeNEQ)
 _ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)
@@ -134,6 +136,8 @@ def _find_kind(node: exp.Expr, scope: Scope, where: str, memo: TypeMemo, *, raw:
         return NULL
     if isinstance(node, exp.Boolean):
         return BOOLEAN
+    if isinstance(node, exp.Cast) and is_instant_literal(node):
+        return ZONED  # a constant timestamp with time zone (rewriter.passes.time_constants)
     if isinstance(node, exp.Cast):
         source = _kind(node.this, scope, where, memo, raw=raw)
         if source == BOOLEAN and node.to.this in _NUMBER_TYPES:

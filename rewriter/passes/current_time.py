@@ -37,6 +37,7 @@ from typing import TypeVar
 from sqlglot import exp
 
 from rewriter.errors import Rejected
+from rewriter.written_text import marked
 from rewriter.zones import ZONE_HINT, sql_zone
 
 _INSTANT_FUNCTIONS = frozenset({"transaction_timestamp", "statement_timestamp"})
@@ -183,7 +184,7 @@ def _fold_around(node: exp.Expr, clock: _Clock) -> None:
             hint="cast it: CAST(now() AS date), CAST(now() AS timestamp), or "
             "date_trunc('month', CURRENT_DATE)::date",
         )
-    best.replace(_literal(value))
+    best.replace(marked(_literal(value), best))  # a refusal quotes best (written_text)
 
 
 def _literal(value: dt.date) -> exp.Expr:

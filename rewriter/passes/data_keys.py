@@ -278,7 +278,7 @@ class _Keys:
             return self.epoch(bucket)
         if numeric_value(node):
             unknown: Unknown = self.unknown
-            sql, sql_type = numeric_key(node, self.scope, self.original, unknown)
+            sql, sql_type = numeric_key(node, self.scope, self.original, unknown, self.part)
             return _Key(sql, sql_type, changed=True, real=sql_type == "DOUBLE")
         if isinstance(node, exp.Column):
             resolved = self.column(node)
@@ -431,6 +431,17 @@ class _Keys:
         if base.type == kind:
             return base
         return _Key(exp.cast(base.sql, _SQL_TYPES[kind]), kind, changed=True)
+
+    def part(self, node: exp.Expr) -> tuple[exp.Expr, bool] | None:
+        """A part of a numeric key that is an EXTRACT key, cast to an integer or not
+        (``numeric_keys.Part``): within the years 1 to 9999, its values lie within [0,
+        9999]. None for anything else."""
+        inner = node.unnest()
+        if isinstance(inner, exp.Extract):
+            return self.extract(inner).sql, False
+        if isinstance(inner, exp.Cast) and _integer_field(inner):
+            return self.cast(inner).sql, True
+        return None
 
     def extract(self, node: exp.Extract) -> _Key:
         field = node.this.name.upper()

@@ -162,7 +162,16 @@ class _NoDomain(Exception):
 
 
 def _dereference(item: exp.Expr, shape: QueryShape) -> exp.Expr:
-    """GROUP BY 2 and GROUP BY alias refer to the select list, as in PostgreSQL."""
+    """GROUP BY 2 and GROUP BY alias refer to the select list, as in PostgreSQL; another
+    bare constant (``GROUP BY 'x'``, ``1.5``, ``NULL``, ``TRUE``) is refused as there."""
+    if isinstance(item, (exp.Null, exp.Boolean)) or (
+        isinstance(item, exp.Literal) and not item.is_int
+    ):
+        raise Rejected(
+            "non-integer constant in GROUP BY",
+            sqlstate="42601",
+            hint="group by a select-list position (GROUP BY 1), an output name or an expression",
+        )
     if isinstance(item, exp.Literal) and item.is_int:
         position = int(item.this)
         if not 1 <= position <= len(shape.select):
@@ -188,6 +197,9 @@ def _dereference(item: exp.Expr, shape: QueryShape) -> exp.Expr:
 def _domain(key: exp.Expr, scope: Scope, original: exp.Expr) -> tuple[tuple[DomainValue, ...], str]:
     node = key.this if isinstance(key, exp.Paren) else key
     node = _uncast(node, scope)
+    constant = _constant(node)
+    if constant is not None:
+        return constant
     if isinstance(node, exp.Column):
         column = scope.info(node)
         if column.policy.domain is not None:
@@ -292,6 +304,40 @@ def _uncast(node: exp.Expr, scope: Scope) -> exp.Expr:
     info = scope.info(column)
     same = not info.zoned and _SAME_TYPE.get(info.type) == node.to.this
     return column if same else node
+
+
+#: The types a constant key may be cast to, and the type it is released as.
+_CONSTANT_TYPES = {
+    exp.DataType.Type.SMALLINT: "BIGINT",
+    exp.DataType.Type.INT: "BIGINT",
+    exp.DataType.Type.BIGINT: "BIGINT",
+    exp.DataType.Type.TEXT: "VARCHAR",
+    exp.DataType.Type.VARCHAR: "VARCHAR",
+    exp.DataType.Type.BOOLEAN: "BOOLEAN",
+}
+
+
+def _constant(node: exp.Expr) -> tuple[tuple[DomainValue, ...], str] | None:
+    """A constant key: a whole number, a text, a boolean or NULL cast to its own type
+    (``GROUP BY $1``, which ``proxy.parameters`` binds as ``CAST(1 AS INT)``, or ``GROUP
+    BY 'x'::text``). As in PostgreSQL it groups by a constant, one group; its value is
+    public: its domain. None for anything else (a bare ``GROUP BY 1`` names a column)."""
+    if not isinstance(node, exp.Cast) or node.to.expressions:
+        return None
+    sql_type = _CONSTANT_TYPES.get(node.to.this)
+    if sql_type is None:
+        return None
+    inner = node.this.unnest()
+    if isinstance(inner, exp.Null):
+        return (None,), sql_type
+    try:
+        value = _literal(inner, node)
+    except _NoDomain:
+        return None
+    kinds = {"BIGINT": int, "VARCHAR": str, "BOOLEAN": bool}
+    if type(value) is not kinds[sql_type]:
+        return None  # a conversion (CAST(1.5 AS INT), CAST(1 AS TEXT)): as before
+    return (value,), sql_type
 
 
 def _nullif_domain(

@@ -59,6 +59,11 @@ _BIGINT = exp.DataType.Type.BIGINT
 
 #: Refuses a node the key forms do not include (``original``: the whole key, as written).
 Unknown = Callable[[exp.Expr], Rejected]
+#: A part of a numeric key that is a key of its own whose values lie within [0, PART_MAX]
+#: (``data_keys``: EXTRACT of a date or timestamp column, within the years 1 to 9999, cast
+#: to an integer or not): its SQL and whether it is an integer; None for anything else.
+Part = Callable[[exp.Expr], tuple[exp.Expr, bool] | None]
+PART_MAX = 9999
 
 
 def computes(node: exp.Expr) -> bool:
@@ -120,10 +125,11 @@ def case_values(node: exp.Case) -> list[exp.Expr]:
 
 
 def numeric_key(
-    node: exp.Expr, scope: Scope, original: exp.Expr, unknown: Unknown
+    node: exp.Expr, scope: Scope, original: exp.Expr, unknown: Unknown, part: Part | None = None
 ) -> tuple[exp.Expr, str]:
-    """The SQL of a numeric key and its released type, or raise Rejected."""
-    builder = _Builder(scope, original, unknown)
+    """The SQL of a numeric key and its released type, or raise Rejected; ``part`` reads
+    the parts that are keys of their own (``CAST(EXTRACT(dow FROM d) AS integer) + 1``)."""
+    builder = _Builder(scope, original, unknown, part)
     built = builder.number(node)
     if built.null:
         raise unknown(node)
@@ -247,10 +253,13 @@ def _same(node_class: type[exp.Expr], parts: list[_Number], integer: bool) -> _N
 
 
 class _Builder:
-    def __init__(self, scope: Scope, original: exp.Expr, unknown: Unknown) -> None:
+    def __init__(
+        self, scope: Scope, original: exp.Expr, unknown: Unknown, part: Part | None = None
+    ) -> None:
         self.scope = scope
         self.original = original
         self.unknown = unknown
+        self.part = part
         #: CASE conditions, checked as predicates (their columns are not clamped); the
         #: built expression holds a placeholder for each until its columns are cleaned.
         self.conditions: dict[str, exp.Expr] = {}
@@ -313,7 +322,18 @@ class _Builder:
             return args[0] if len(args) == 1 else _same(node.__class__, args, integer)
         if isinstance(node, exp.Case) and node.this is None:
             return self.case(node)
+        found = self.part(node) if self.part is not None else None
+        if found is not None:
+            return self.key_part(*found)
         raise self.unknown(node)
+
+    def key_part(self, sql: exp.Expr, whole: bool) -> _Number:
+        """A part that is a key of its own (``Part``): its SQL held apart, as a CASE
+        condition is (its columns are not numbers to clean), and bounded by [0, PART_MAX]."""
+        name = f"part{len(self.conditions)}"
+        self.conditions[name] = sql
+        check = skipping_nulls(exp.Greatest(this=integer(0), expressions=[integer(PART_MAX)]))
+        return _Number(exp.Placeholder(this=name), check, whole)
 
     def column(self, node: exp.Column) -> _Number:
         if not isinstance(node.this, exp.Identifier):

@@ -45,32 +45,20 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Sequence
-from enum import Enum
 from functools import cache
 
 import sqlglot
 from sqlglot import exp
 
 from rewriter.errors import Rejected
+from rewriter.output_names import function_name
 from rewriter.passes.check_predicate import allowed_node
-
-
-class Kind(Enum):
-    """The type PostgreSQL gives a value of post-processing, as far as functions care."""
-
-    INTEGER = "integer"
-    DOUBLE = "double precision"
-    NUMERIC = "numeric"
-    NULL = "NULL"
-    UNKNOWN = "unknown"
-
+from rewriter.passes.post_kinds import ColumnKinds, Kind
+from rewriter.passes.post_rounding import ROUNDING, Rounding, computed, rounded, rounding_kind
 
 #: What a value of unknown type may be (text, dates and booleans fail to bind in DuckDB's
 #: numeric functions, or are refused by the type check).
 _CONCRETE = (Kind.INTEGER, Kind.DOUBLE, Kind.NUMERIC, Kind.NULL)
-
-#: The kind of a column of the post-processing query.
-ColumnKinds = Callable[[exp.Column], Kind]
 
 POST_FUNCTIONS = (
     exp.Nullif,
@@ -196,9 +184,8 @@ def kind(node: exp.Expr, columns: ColumnKinds) -> Kind:
         return Kind.NUMERIC if kind(node.this, columns) is Kind.NUMERIC else Kind.DOUBLE
     if isinstance(node, exp.IntDiv):
         return Kind.NUMERIC
-    if isinstance(node, exp.Round | exp.Floor | exp.Ceil):
-        inner = kind(node.this, columns)
-        return inner if inner in (Kind.DOUBLE, Kind.NUMERIC) else Kind.UNKNOWN
+    if isinstance(node, ROUNDING):
+        return rounding_kind(node, kind(node.this, columns))
     if isinstance(node, exp.Window):
         return _window_kind(node, columns)
     return _aggregate_kind(node, columns)
@@ -314,7 +301,17 @@ class _Writer:
                 return self._float(node, arguments, name)
         if isinstance(node, exp.Nullif):
             return self._nullif(node)
+        if isinstance(node, ROUNDING):
+            return self._rounding(node)
         return node  # pi(): DuckDB's is PostgreSQL's
+
+    def _rounding(self, node: Rounding) -> exp.Expr:
+        """round, floor, ceil and sign in PostgreSQL's types (post_rounding); of a value
+        of unknown type, DuckDB's (the transform goes on into the argument)."""
+        (argument,) = self._kinds([node.this])
+        if not computed(node, argument):
+            return node
+        return rounded(node, self.write(node.this), argument)
 
     def _kinds(self, arguments: Sequence[exp.Expr]) -> tuple[Kind, ...]:
         return tuple(kind(a, self.columns) for a in arguments)
@@ -661,4 +658,4 @@ def _name(node: exp.Expr) -> str:
         return "power"
     if isinstance(node, exp.Mod):
         return "mod"
-    return node.sql_name().lower() if isinstance(node, exp.Func) else node.key
+    return function_name(node) if isinstance(node, exp.Func) else node.key

@@ -123,8 +123,8 @@ def _parameters(written: exp.DataType) -> tuple[int, int]:
 def _integer(node: exp.Expr, integers: Collection[str]) -> bool:
     while isinstance(node, exp.Paren | exp.Neg):
         node = node.this
-    if isinstance(node, exp.Column):
-        return not node.table and node.name in integers
+    if isinstance(node, exp.Column):  # the source's, qualified or not (released_source)
+        return node.name.lower() in integers
     return isinstance(node, exp.Literal) and not node.is_string and node.this.isdigit()
 
 

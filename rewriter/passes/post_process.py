@@ -21,7 +21,8 @@ from sqlglot import exp
 
 from rewriter.passes.aggregates import PostQuery
 from rewriter.passes.like_escapes import like_escapes
-from rewriter.passes.post_functions import ColumnKinds, Kind, plain_div, post_functions
+from rewriter.passes.post_functions import plain_div, post_functions
+from rewriter.passes.post_kinds import ColumnKinds, released_kinds
 from rewriter.passes.post_numeric import numeric_casts
 
 RELEASED = "released"
@@ -32,15 +33,7 @@ def post_query(post: PostQuery, integers: Collection[str] = ()) -> str:
     cast of one to numeric keeps no decimals: post_numeric; the others hold doubles or
     keys of other types: post_functions)."""
 
-    def kinds(column: exp.Column) -> Kind:
-        if column.table:
-            return Kind.UNKNOWN
-        if column.name in integers:
-            return Kind.INTEGER
-        # An aggregate's released column is BIGINT (above) or DOUBLE (Plan.released_columns).
-        named = column.name
-        aggregate = named[:1] == "a" and named[1:].isdigit() and column.this.quoted
-        return Kind.DOUBLE if aggregate else Kind.UNKNOWN
+    kinds = released_kinds(integers)
 
     def written(node: exp.Expr, where: str) -> exp.Expr:
         return post_written(node, integers, kinds, where)

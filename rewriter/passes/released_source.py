@@ -32,7 +32,8 @@ from rewriter.output_names import output_name
 from rewriter.passes.aggregates import check_post_node
 from rewriter.passes.check_shape import check_alias, check_table, clause_hint, refuse_extra
 from rewriter.passes.like_escapes import like_escapes
-from rewriter.passes.post_functions import Kind, kind
+from rewriter.passes.post_functions import kind
+from rewriter.passes.post_kinds import ColumnKinds, Kind
 from rewriter.passes.post_process import post_written
 from rewriter.passes.post_windows import post_window, window_part
 
@@ -179,9 +180,10 @@ def _units(inner: exp.Select, catalog: Catalog) -> set[str]:
     return names
 
 
-def wrapped_post_sql(wrapped: Wrapped, inner_post_sql: str) -> str:
+def wrapped_post_sql(wrapped: Wrapped, inner_post_sql: str, released: ColumnKinds) -> str:
     """The post-processing SQL of the query around the DP subquery, over the subquery's
-    own post-processing (``inner_post_sql``); Rejected for what it may not hold."""
+    own post-processing (``inner_post_sql``, over a released relation whose columns have
+    the kinds ``released``); Rejected for what it may not hold."""
     parsed = sqlglot.parse_one(inner_post_sql, read="duckdb")
     if not isinstance(parsed, exp.Select):
         raise ValueError("a post-processing query is a SELECT")
@@ -221,21 +223,35 @@ def wrapped_post_sql(wrapped: Wrapped, inner_post_sql: str) -> str:
         ),
         copy=False,
     )
-    # The types of the subquery's columns, where its SQL shows them (a cast to numeric);
-    # post_functions checks the others on the values.
-    known = _column_kinds(parsed)
+    # The types of the subquery's columns, where its SQL shows them (a count, a cast to
+    # numeric); post_functions checks the others on the values.
+    known = _column_kinds(parsed, released)
     where = "a query around a DP subquery"
-    written = post_written(outer, (), lambda c: known.get(c.name.lower(), Kind.UNKNOWN), where)
+    integers = {name for name, found in known.items() if found is Kind.INTEGER}
+    written = post_written(
+        outer, integers, lambda c: known.get(c.name.lower(), Kind.UNKNOWN), where
+    )
     return f'WITH "{name}" AS ({inner_post_sql}) {like_escapes(written).sql(dialect="duckdb")}'
 
 
-def _column_kinds(select: exp.Select) -> dict[str, Kind]:
-    """The types of a post-processing query's columns that its SQL shows (post_functions'
-    kind), over released columns of types not known here."""
+def _column_kinds(select: exp.Select, released: ColumnKinds) -> dict[str, Kind]:
+    """The types of a post-processing query's columns (post_functions' kind), over the
+    released relation's columns (``released``) or, for a query around a DP subquery,
+    over its source's (its one WITH query); a * gives its source's columns."""
+    clause = select.args.get("with") or select.args.get("with_")
+    body = clause.expressions[0].this if isinstance(clause, exp.With) else None
+    inner = _column_kinds(body, released) if isinstance(body, exp.Select) else {}
+
+    def source(column: exp.Column) -> Kind:
+        return inner.get(column.name.lower(), Kind.UNKNOWN)
+
     found: dict[str, Kind] = {}
     for item in select.expressions:
-        if isinstance(item, exp.Alias):
-            found.setdefault(item.alias.lower(), kind(item.this, lambda _: Kind.UNKNOWN))
+        if item.is_star:
+            for name, known in inner.items():
+                found.setdefault(name, known)
+        elif isinstance(item, exp.Alias):
+            found.setdefault(item.alias.lower(), kind(item.this, source if body else released))
     return found
 
 
@@ -273,6 +289,8 @@ def _check(node: exp.Expr, alias: str, columns: set[str], named: set[str]) -> No
                 sqlstate="42P01",
                 hint=f'the query around the subquery reads "{alias}" only',
             )
+        if isinstance(node.this, exp.Star):
+            return  # s.*: every column of the subquery, as *
         name = node.name.lower()
         # The query's own output names only in GROUP BY and ORDER BY, as in PostgreSQL.
         output = name in named and not node.table and _in_group_or_order(node)

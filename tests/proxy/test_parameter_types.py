@@ -310,7 +310,12 @@ def test_text_values_of_inferred_types() -> None:
         "AND diagnosis LIKE 'I%' LIMIT 5"
     )
     # A text its type does not read binds as before, a quoted string the database reads.
-    assert bound(V + "visit_date >= $1", [b"2024-1-1"], []) == V + "visit_date >= '2024-1-1'"
+    assert bound(V + "visit_date >= $1", [b"Jan 1 2024"], []) == V + "visit_date >= 'Jan 1 2024'"
+    # One of the ISO 8601 forms PostgreSQL's date input reads is that date
+    # (rewriter.datetime_input).
+    assert bound(V + "visit_date >= $1", [b"2024-1-1T10:00Z"], []) == (
+        V + "visit_date >= CAST('2024-01-01' AS DATE)"
+    )
     assert bound(V + "cost > $1", [b"1e999x"], []) == V + "cost > '1e999x'"
 
 

@@ -58,11 +58,14 @@ def test_text_parameters_become_quoted_literals() -> None:
         (values.DATE, b"2024-02-29", 0, "CAST('2024-02-29' AS DATE)"),
         (values.TIMESTAMP, struct.pack("!q", 1_500_000), 1,
          "CAST('2000-01-01 00:00:01.500000' AS TIMESTAMP)"),
-        # An instant keeps its offset (read as that instant in any session zone); a
-        # timestamp's input ignores an offset, as PostgreSQL's does; a timestamp with time
-        # zone without one is a local time of the session's zone.
-        (values.TIMESTAMPTZ, struct.pack("!q", 0), 1, "'2000-01-01 00:00:00+00:00'"),
-        (values.TIMESTAMPTZ, b"2024-01-01 12:00:00+02", 0, "'2024-01-01 12:00:00+02:00'"),
+        # An instant keeps its offset and its type (read as that instant in any session
+        # zone, compared as one with a date too); a timestamp's input ignores an offset,
+        # as PostgreSQL's does; a timestamp with time zone without one is a local time of
+        # the session's zone.
+        (values.TIMESTAMPTZ, struct.pack("!q", 0), 1,
+         "CAST('2000-01-01 00:00:00+00:00' AS TIMESTAMPTZ)"),
+        (values.TIMESTAMPTZ, b"2024-01-01 12:00:00+02", 0,
+         "CAST('2024-01-01 12:00:00+02:00' AS TIMESTAMPTZ)"),
         (values.TIMESTAMPTZ, b"2024-01-01 12:00", 0,
          "CAST('2024-01-01 12:00:00' AS TIMESTAMP)"),
         (values.TIMESTAMP, b"2024-01-01 12:00+05", 0,

@@ -69,6 +69,17 @@ PREDICATES = [
     "flag = ANY(ARRAY[TRUE])",
     "day = ANY('{2024-01-02}'::date[])",
     "(code = ANY('{A}')) = ANY(ARRAY[TRUE, NULL])",
+    # A NULL array: NULL whatever x (no row in WHERE; NULL as a condition key).
+    "stay = ANY(NULL)",
+    "stay <> ALL(NULL)",
+    "stay = ANY(NULL::int[])",
+    "stay <> ALL(CAST(NULL AS bigint[]))",
+    "code = SOME((NULL))",
+    "name LIKE ANY(NULL)",
+    "name NOT ILIKE ALL(NULL::text[])",
+    "day > ANY(NULL)",
+    "NOT (stay = ANY(NULL))",
+    "(stay = ANY(NULL)) IS NULL",
 ]
 
 
@@ -261,6 +272,12 @@ def test_any_array_text_is_read_as_postgresql_reads_it(
         # A NULL pattern is refused, as LIKE NULL is.
         ("name LIKE ANY('{a%,NULL}')", "pattern of LIKE must be a quoted text", "0A000"),
         ("name NOT ILIKE ALL(ARRAY['a%', NULL])", "pattern of LIKE must be", "0A000"),
+        # No array at all, as PostgreSQL refuses it.
+        ("stay = ANY(5)", "requires array on right side", "42809"),
+        ("stay = ANY(-5)", "requires array on right side", "42809"),
+        ("flag = ANY(TRUE)", "requires array on right side", "42809"),
+        ("stay = ANY(NULL::int)", "requires array on right side", "42809"),
+        ("code = ANY('{A}'::text)", "requires array on right side", "42809"),
     ],
 )
 def test_forms_not_read_are_refused(predicate: str, words: str, sqlstate: str) -> None:

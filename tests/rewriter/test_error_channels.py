@@ -113,13 +113,20 @@ def test_queries_that_could_fail_on_some_rows_are_refused(sql: str, words: str) 
             "extract(hour FROM CAST('2020-01-01' AS DATE)) ELSE 0 END = 0",
             "a date has no hour",
         ),
-        ("SELECT COUNT(*) FROM visits WHERE CAST('2020-13-45' AS DATE) IS NULL", "not a date"),
+        # PostgreSQL refuses these as it reads them (22008), as dpproxy does.
+        (
+            "SELECT COUNT(*) FROM visits WHERE CAST('2020-13-45' AS DATE) IS NULL",
+            'date/time field value out of range: "2020-13-45"',
+        ),
         (
             "SELECT COUNT(*) FROM visits WHERE stay > 2 AND CAST('300000-01-01' AS DATE) "
             "> CAST('2020-01-01' AS DATE)",
             "not a date",
         ),
-        ("SELECT COUNT(*) FROM visits WHERE TIMESTAMP '2020-01-01 25:00:00' IS NULL", "timestamp"),
+        (
+            "SELECT COUNT(*) FROM visits WHERE TIMESTAMP '2020-01-01 25:00:00' IS NULL",
+            "date/time field value out of range",
+        ),
     ],
 )
 def test_arguments_checked_only_on_some_rows_must_be_valid_constants(sql: str, words: str) -> None:

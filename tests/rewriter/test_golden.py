@@ -353,6 +353,8 @@ EXPECTED: dict[str, list[list[object]]] = {
     # Constants with casts, as drivers send them: the department LIKE 'A%' (visits 1, 2, 5,
     # 6, 8), costs below 20 'low' (visit 1); (stay > 2)::int = 1 of visit 8 (raw values).
     "cast_constants": [["high", 4, 1], ["low", 1, 0]],
+    # to_date, to_timestamp and timestamptz constants as literals: every comparison true.
+    "time_constants": [[reference.count_rows(SAMPLE_ROWS)]],
     "where_functions": [
         [
             reference.sum_stay(

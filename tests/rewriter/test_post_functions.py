@@ -88,6 +88,35 @@ ONE_ARGUMENT = [
     "trunc({x}, -1)",
     "trunc({x}, 30)",
 ]
+#: round, floor, ceil and sign follow their argument's type (post_rounding): of a double
+#: or an integer, a double (round: halves to even, as rint); abs keeps an integer's.
+ROUNDING = [
+    "round({x})",
+    "round({x} + 0.5::float8)",
+    "round({x} - 0.5::float8)",
+    "floor({x})",
+    "ceil({x})",
+    "ceiling({x})",
+    "sign({x})",
+    "abs({x})",
+    "round(-{x})",
+    "greatest({x}, 2)",
+    "least({x}, 2.5::float8)",
+]
+#: Of an integer only (PostgreSQL has no round(double precision, integer)): numeric.
+INTEGER_ROUNDING = [
+    "round({x}, 2)",
+    "round({x}, 0)",
+    "round({x}, -1)",
+    "round({x} * 1.5)",
+    "round({x} * 1.5, 1)",
+    "round({x} * 1.5, 3)",
+    "round({x} * 0.5, -1)",
+    "floor({x} * 1.5)",
+    "ceil({x} * 1.5)",
+    "sign({x} * 1.5)",
+    "trunc({x} * 1.5)",
+]
 TWO_ARGUMENTS = ["power({x}, {y})", "mod({x}, {y})", "div({x}, {y})", "nullif({x}, {y})"]
 #: Casts to numeric: values the post-processing's numeric holds (12 decimals, below 10^26).
 NUMERIC = [
@@ -100,6 +129,13 @@ NUMERIC = [
     "degrees({x}::numeric)",
     "radians({x}::numeric)",
     "nullif({x}::numeric, 2.5)",
+    "round({x}::numeric)",
+    "round({x}::numeric, 1)",
+    "round({x}::numeric, 3)",
+    "round({x}::numeric, -1)",
+    "floor({x}::numeric)",
+    "ceil({x}::numeric)",
+    "sign({x}::numeric)",
 ]
 NUMERIC_VALUES = [0.0, 1.0, -1.0, 2.5, -2.5, 3.0, 0.5, 1234.5678, -7.25, None]
 #: Computed by PostgreSQL in numeric, to 16 or more significant digits: refused.
@@ -244,6 +280,67 @@ def test_one_argument_as_on_postgres(compared: Compared, form: str, column: Colu
 
 
 @pytest.mark.postgres
+@pytest.mark.parametrize("form", ROUNDING)
+@pytest.mark.parametrize("column", [X_DOUBLE, X_BIGINT], ids=["double", "bigint"])
+def test_rounding_as_on_postgres(compared: Compared, form: str, column: Column) -> None:
+    """round(2.5::float8) is 2 (halves to even), round(COUNT(*)) a double, sign(x) a
+    double: DuckDB's round rounds halves away from zero, keeps a bigint, and its sign is a
+    TINYINT."""
+    tried = [[v] for v in column[2]]
+    assert _mismatches(compared, form, [column], tried) == []
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("form", INTEGER_ROUNDING)
+def test_rounding_of_integers_as_on_postgres(compared: Compared, form: str) -> None:
+    """round(x, n) of an integer is a numeric of n decimals; of x * 1.5, a numeric,
+    rounded halves away from zero."""
+    tried = [[v] for v in X_BIGINT[2]]
+    assert _mismatches(compared, form, [X_BIGINT], tried) == []
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("value", [2.5, 3.5, -0.5, 20.705, 0.125, 1234.5678, -7.25, 1e-7, 0.0])
+@pytest.mark.parametrize("places", [0, 1, 2, 3, -1])
+def test_round_of_a_double_to_places_is_round_of_its_numeric(
+    compared: Compared, value: float, places: int
+) -> None:
+    """PostgreSQL has no round(double precision, integer): round(AVG(x), n) is computed as
+    round(AVG(x)::numeric, n), a numeric of n decimals (what PostgreSQL gives for an average
+    of integers or a division of counts, which are numerics there)."""
+    (ours,) = compared.ours(f"round({{x}}, {places})", ["AVG(cost)"], [[value]])
+    theirs = compared.theirs(f"round({{x}}::numeric, {places})", ["float8"], [value])
+    assert ours.same_as(theirs), (ours, theirs)
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize(
+    ("form", "value", "text"),
+    [
+        ("round({x})", -0.4, "-0"),
+        ("round({x})", 2.5, "2"),
+        ("round({x}, 2)", 20.7, "20.70"),
+        ("round(100.0 * {x}, 2)", 0.207, "20.70"),
+        ("round({x}::numeric, 3)", 2.5, "2.500"),
+    ],
+)
+def test_rounded_text_as_on_postgres(
+    compared: Compared, form: str, value: float, text: str
+) -> None:
+    """The text the client reads: -0, and a numeric's decimals (20.70, not 20.7)."""
+    numeric = form.replace("round({x}, 2)", "round({x}::numeric, 2)").replace(
+        "round(100.0 * {x}, 2)", "round((100.0 * {x})::numeric, 2)"
+    )
+    (theirs,) = compared.pg.execute(
+        "SELECT (" + numeric.format(x="%(x)s::float8") + ")::text", {"x": value}
+    ).fetchall()
+    assert theirs == (text,)
+    made = plan("SELECT " + form.format(x="AVG(cost)") + " FROM visits", CATALOG, PlanRequest(1.0))
+    release = dataclasses.replace(made.release([], ZeroNoise()), rows=((value,),))
+    assert compared.post.run(release, made.post_sql).rows == ((text,),)
+
+
+@pytest.mark.postgres
 @pytest.mark.parametrize("form", TWO_ARGUMENTS)
 @pytest.mark.parametrize(
     "columns",
@@ -363,6 +460,11 @@ WRAPPED = "SELECT {outer} FROM (SELECT department, COUNT(*) AS n, AVG(cost) AS a
         "sqrt(n), ln(n), power(n, 2), power(a, n), exp(a), trunc(a), trunc(n), mod(n, 3), "
         "div(n, 3), trunc(n, 1), trunc(m, 1), trunc(m), mod(m, 2), nullif(n, 5), cbrt(m), "
         "degrees(n), log10(a)",
+        # The subquery's columns have the types of what it releases (a count: bigint).
+        "round(a), round(n), sign(n), ceil(m), round(m, 1), trunc(n * 1.5), "
+        "round(n * 1.5, 2), floor(a), s.n::numeric, round(n, 1), sign(m)",
+        # AVG of bigints: a numeric in PostgreSQL (a double in DuckDB, read as a numeric).
+        "round(AVG(n), 2), round(AVG(n) * 2, 1), round(SUM(n) * 1.5, 1), round(AVG(m), 3)",
         "SUM(sqrt(n)), MAX(power(a, 2)), COUNT(*) % 2, mod(SUM(n), 4), trunc(SUM(n), -1)",
     ],
 )
@@ -386,20 +488,45 @@ def test_a_query_around_a_dp_query_as_on_postgres(compared: Compared, outer: str
 
 
 @pytest.mark.parametrize(
-    "outer",
+    ("outer", "message"),
     [
-        "mod(a, 2)",  # PostgreSQL: mod(double precision, integer) does not exist
-        "trunc(a, 1)",
-        "div(a, 2)",
-        "sqrt(SUM(n))",  # SUM of bigint: numeric, computed by PostgreSQL to 16+ digits
-        "power(n, COUNT(*) OVER () * 1.5)",
-        "trunc(department)",
+        ("mod(a, 2)", "mod() and % of a double precision"),  # mod(float8, int): none
+        ("trunc(a, 1)", "trunc(x, n) of a double precision"),
+        ("div(a, 2)", "div() of a double precision or numeric"),
+        ("sqrt(SUM(n))", "sqrt() of a numeric"),  # SUM of bigint: numeric, to 16+ digits
+        ("power(n, COUNT(*) OVER () * 1.5)", "power() of a numeric"),
     ],
 )
-def test_a_type_not_computed_fails_on_every_row(outer: str) -> None:
+def test_a_type_known_from_the_subquery_is_refused_by_the_plan(outer: str, message: str) -> None:
+    """The subquery's columns have the types of its released values (a count is a
+    bigint, an average a double): refused before the charge, by the plan."""
+    with pytest.raises(Rejected, match=re.escape(message)):
+        plan(WRAPPED.format(outer=outer), CATALOG, PlanRequest(1.0))
+
+
+#: A query around a query around the DP query, whose column r's type the SQL does not
+#: show (power of an expression, bound in a lambda as post_functions writes it): the
+#: post-processing checks the values'.
+TWICE = (
+    "SELECT {outer} FROM (SELECT power(n + 1, 2) AS r, department FROM ("
+    + WRAPPED.format(outer="n, department")
+    + ") s) w"
+)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        TWICE.format(outer="mod(r, 2)"),
+        TWICE.format(outer="trunc(r, 1)"),
+        TWICE.format(outer="div(r, 2)"),
+        WRAPPED.format(outer="trunc(department)"),
+    ],
+)
+def test_a_type_not_computed_fails_on_every_row(sql: str) -> None:
     """Refused by the check before the charge, which runs the post-processing over a row
     of zeros and a row of ones (proxy.pre_charge)."""
-    made = plan(WRAPPED.format(outer=outer), CATALOG, PlanRequest(1.0))
+    made = plan(sql, CATALOG, PlanRequest(1.0))
     with pytest.raises(PostProcessError):
         PostProcessor().check(made.released_columns, made.post_sql)
 

@@ -34,6 +34,12 @@ WRAPPERS = [
     "SELECT SUM(n) FROM (SELECT * FROM ({inner}) a WHERE n < 25) b",
     "WITH t AS ({inner}) SELECT department FROM t WHERE a > 1 ORDER BY department DESC",
     "SELECT DISTINCT n > 15 AS big FROM ({inner}) s ORDER BY 1",
+    # Superset's and Power BI's qualified star (was: column "s.*" does not exist).
+    "SELECT s.* FROM ({inner}) s ORDER BY n",
+    'SELECT "source".* FROM ({inner}) "source" ORDER BY 1 LIMIT 1048575',
+    "SELECT s.*, n * 2 AS twice, s.a FROM ({inner}) s WHERE n > 15 ORDER BY 1",
+    "WITH t AS ({inner}) SELECT t.* FROM t ORDER BY department DESC",
+    "SELECT * FROM (SELECT s.* FROM ({inner}) s) w ORDER BY n",
 ]
 
 
@@ -75,6 +81,8 @@ def test_post_processing_is_postgres_s_over_the_released_rows(pg_dsn: str, wrapp
         (f"SELECT n FROM ({INNER}) s WHERE n > (SELECT 1)", "subqueries in a query around"),
         (f"SELECT x FROM ({INNER}) s", 'column "x" does not exist'),
         (f"SELECT v.n FROM ({INNER}) s", 'missing FROM-clause entry for table "v"'),
+        (f"SELECT v.* FROM ({INNER}) s", 'missing FROM-clause entry for table "v"'),
+        (f"WITH t AS ({INNER}) SELECT t.* FROM t u", 'missing FROM-clause entry for table "t"'),
         (f"SELECT string_agg(department, ',') FROM ({INNER}) s", "STRING_AGG"),
         (f"SELECT pg_sleep(1), n FROM ({INNER}) s", "pg_sleep"),
         (f"SELECT n FROM ({INNER}) s QUALIFY n > 1", "QUALIFY"),

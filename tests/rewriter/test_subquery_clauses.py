@@ -274,7 +274,7 @@ def test_clauses_inside_a_from_subquery_are_named(subquery: str, clause: str, hi
         (
             "SELECT AVG(n) FROM (SELECT patient_id, COUNT(*) AS n FROM visits "
             "GROUP BY ROLLUP (patient_id)) s",
-            "ROLLUP is not allowed in GROUP BY",
+            "ROLLUP is not supported in GROUP BY",
         ),
         (
             "SELECT department, COUNT(*) FROM visits GROUP BY department WITH ROLLUP",

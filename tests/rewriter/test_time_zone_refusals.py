@@ -116,8 +116,12 @@ def test_keys_of_local_times_are_accepted_in_every_zone() -> None:
         ("SELECT COUNT(*) FROM events WHERE GREATEST(ts, ts) > '2024-01-01'", "by their order"),
         ("SELECT COUNT(*) FROM events WHERE ts IN (SELECT ts FROM events)", "IN (SELECT"),
         ("SELECT COUNT(*) FROM events WHERE ts > 'today'", "is not a date or time"),
-        ("SELECT COUNT(*) FROM events WHERE ts > '2024-02-30'", "is not a date or time"),
-        ("SELECT COUNT(*) FROM events WHERE ts > '2024-01-01 08:00+16'", "is not a date or time"),
+        # Refused as PostgreSQL refuses them (22008, 22009).
+        ("SELECT COUNT(*) FROM events WHERE ts > '2024-02-30'", "field value out of range"),
+        (
+            "SELECT COUNT(*) FROM events WHERE ts > '2024-01-01 08:00+16'",
+            "time zone displacement out of range",
+        ),
         ("SELECT COUNT(*) FROM events WHERE COALESCE(ts, ts) > '2024-01-01'", "computed"),
         (
             "SELECT AVG(n) FROM (SELECT pid, COUNT(DISTINCT COALESCE(ts, ts)) AS n FROM events "

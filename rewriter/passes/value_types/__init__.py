@@ -11,6 +11,8 @@ on particular values, one concern per module.
 - ``casts``: the casts that every value of a kind fits;
 - ``text``: the functions and operators of a text;
 - ``comparisons``: values compared, or chosen among, as both engines convert them;
+- ``zoned``, ``instants``: timestamps with time zone compared as instants, and a date or
+  timestamp compared with a constant instant as PostgreSQL compares them;
 - ``number_types``: the number type of a value on both engines, and constants respelled
   as DOUBLE;
 - ``decimal_digits``: numbers that one DECIMAL holds exactly.

@@ -3,7 +3,9 @@
 A resolved row-level expression may not cast a value to a type it might not fit (text to
 a number, a real to an integer, a narrowing integer): the cast would fail on some rows
 only. Literals may be cast freely, whether they fit does not depend on the data (a date
-or timestamp written as text is checked now, ``literals.moment_literal``); constant
+or timestamp written as text is checked now, ``literals.moment_literal``, and a text that
+PostgreSQL's input function of the type refuses is refused as it refuses it,
+``literal_input``); constant
 casts such as ``CAST('x' AS INTEGER)`` are evaluated before the query runs
 (``rewriter.passes.constants``).
 """
@@ -24,7 +26,14 @@ from rewriter.passes.value_types.kinds import (
     TIME,
     ZONED,
 )
+from rewriter.passes.value_types.literal_input import (
+    cast_type,
+    read_as_boolean,
+    read_as_moment,
+    read_as_number,
+)
 from rewriter.passes.value_types.literals import moment_literal
+from rewriter.passes.value_types.number_casts import number_cast_fits
 from rewriter.scope import Scope
 
 _SAFE_CAST_TARGETS = {
@@ -61,6 +70,8 @@ def cast_kind(node: exp.Cast, source: str, scope: Scope, where: str, *, raw: boo
         column = node.this if isinstance(node.this, exp.Column) else None
         fits = column is not None and scope.info(column).type in _RAW_NARROWED[target]
         safe = safe if fits else set()
+    if type(node.this) is exp.Literal and node.this.is_string:
+        _read_as(node.this.name, node.to)
     if literal and target in (exp.DataType.Type.DATE, exp.DataType.Type.TIMESTAMP):
         moment_literal(node, where)
     if source == ZONED and target in (exp.DataType.Type.TEXT, exp.DataType.Type.VARCHAR):
@@ -70,13 +81,26 @@ def cast_kind(node: exp.Cast, source: str, scope: Scope, where: str, *, raw: boo
             "dpproxy does not compute",
             hint="cast its local time: CAST(CAST(ts AS TIMESTAMP) AS TEXT)",
         )
-    if not literal and source not in safe:
+    if not literal and source not in safe and not number_cast_fits(node, source, scope, raw=raw):
         raise Rejected(
             f"{node.sql(dialect='postgres')} in {where} could fail on some values, and the "
             "error would reveal them",
             hint="compare or round instead of casting, or cast to text",
         )
     return _target_kind(target)
+
+
+def _read_as(text: str, to: exp.DataType) -> None:
+    """Refuse a quoted text cast to a number, boolean, date or timestamp that PostgreSQL's
+    input function of the type refuses (``'1.5'::int``, which DuckDB would round to 2;
+    ``literal_input``)."""
+    number = cast_type(to)
+    if number is not None:
+        read_as_number(text, number)
+    elif to.this == exp.DataType.Type.BOOLEAN:
+        read_as_boolean(text)
+    elif to.this in (exp.DataType.Type.DATE, exp.DataType.Type.TIMESTAMP):
+        read_as_moment(text, date=to.this == exp.DataType.Type.DATE)
 
 
 def _target_kind(target: exp.DType) -> str:

@@ -29,6 +29,7 @@ from rewriter.passes.value_types.kinds import (
     ZONED,
     TypeMemo,
 )
+from rewriter.passes.value_types.literal_input import NumberType, common_type, number_type
 from rewriter.passes.value_types.literals import date_literal, number_in_range, typed_literal
 from rewriter.passes.value_types.number_types import refuse_mismatch, respell
 from rewriter.passes.value_types.zoned import compare_zoned, refuse_order
@@ -60,7 +61,8 @@ def compare(
             return
         for index, kind in enumerate(each):
             if kind == LITERAL_TEXT:
-                typed = typed_literal(operands[index], other, node, where)
+                numbers = read_as(node, operands, each, index, scope) if other == NUMBER else ()
+                typed = typed_literal(operands[index], other, node, where, numbers or (None,))
                 if raw and isinstance(typed, exp.Literal):
                     number_in_range(typed, where)
                 operands[index] = operands[index].replace(typed)
@@ -89,6 +91,23 @@ def compare(
         "fail on some values",
         hint="compare a text column with a quoted text value, e.g. department = 'Cardiology'",
     )
+
+
+def read_as(
+    node: exp.Expr, operands: list[exp.Expr], each: list[str], index: int, scope: Scope
+) -> list[NumberType | None]:
+    """The number types PostgreSQL reads the quoted literal ``operands[index]`` as (None
+    where dpproxy cannot tell): that of the other side of a comparison, the common type of
+    an IN list's other values; BETWEEN compares its value with each bound, and
+    ``CASE x WHEN w`` ``x`` with each ``w``, one by one."""
+    numbers = [i for i, kind in enumerate(each) if kind == NUMBER]
+    if isinstance(node, (exp.Between, exp.Case)):
+        if index != 0:
+            return [number_type(operands[0], scope)] if 0 in numbers else []
+        if isinstance(node, exp.Case):
+            return []  # CASE 'x' WHEN …: PostgreSQL reads the 'x' as text
+        return [number_type(operands[i], scope) for i in numbers]
+    return [common_type([number_type(operands[i], scope) for i in numbers])]
 
 
 def common(

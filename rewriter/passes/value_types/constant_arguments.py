@@ -12,6 +12,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from rewriter.errors import Rejected
+from rewriter.output_names import function_name
 from rewriter.passes.value_types.moments import TRUNC_UNITS
 
 MAX_ROUND_DIGITS = 15  # round(x, d): |d| at most this (10^d is an exact double)
@@ -26,10 +27,10 @@ def check_constant_arguments(node: exp.Expr, where: str, *, raw: bool = True) ->
         if extra - ({"decimals"} if isinstance(node, exp.Round) else set()):
             # floor(x, d) is rewritten to arithmetic on the raw value (which overflows on
             # PostgreSQL for some values only); round(x, d, mode) fails on both engines.
-            form = "round(x) or round(x, d)" if isinstance(node, exp.Round) else f"{node.key}(x)"
+            name = function_name(node)
+            form = "round(x) or round(x, d)" if isinstance(node, exp.Round) else f"{name}(x)"
             raise Rejected(
-                f"{node.key}() with {len(extra) + 1} arguments in {where}: only {form} is "
-                "supported",
+                f"{name}() with {len(extra) + 1} arguments in {where}: only {form} is supported",
                 hint="write round(x, d) to round to d decimal places, or floor(x) / ceil(x)",
             )
     if isinstance(node, exp.Substring):

@@ -4,7 +4,8 @@ Whether a literal fits its type does not depend on the data, but an engine may f
 only on the rows where it converts the literal: a number too long to compare exactly, a
 quoted text compared with a number, a date or a boolean, a date written as text beyond
 the years 1 to 9999. So each is checked here, and a quoted literal compared with a value
-of another kind is rewritten as a literal of that kind.
+of another kind is rewritten as a literal of that kind; a text that PostgreSQL would not
+read as that type is refused as PostgreSQL refuses it (``literal_input``).
 """
 
 from __future__ import annotations
@@ -14,27 +15,23 @@ import decimal
 import math
 import re
 import sys
+from collections.abc import Sequence
 
 from sqlglot import exp
 
+from rewriter.datetime_input import date_text, read_moment, timestamp_text
 from rewriter.errors import Rejected
 from rewriter.passes.value_types.kinds import BOOLEAN, DATE, NUMBER, TIME
+from rewriter.passes.value_types.literal_input import (
+    NumberType,
+    read_as_boolean,
+    read_as_moment,
+    read_as_number,
+)
 
 _NUMBER_TEXT = re.compile(r"\s*[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*")
 _DATE_TEXT = re.compile(r"\s*\d{4}-\d{2}-\d{2}\s*")
 _TIME_TEXT = re.compile(r"\s*\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?)?\s*")
-_BOOLEANS = {
-    "true": True,
-    "t": True,
-    "yes": True,
-    "on": True,
-    "1": True,
-    "false": False,
-    "f": False,
-    "no": False,
-    "off": False,
-    "0": False,
-}
 
 
 def number_in_range(node: exp.Literal, where: str) -> None:
@@ -72,12 +69,18 @@ def moment_literal(node: exp.Cast, where: str) -> None:
         return
     text = node.this.name if isinstance(node.this, exp.Literal) else ""
     date = node.to.this == exp.DataType.Type.DATE
-    if _is_moment(text, date=date):
+    written = _moment_written(text, date=date)
+    if written is not None:
+        if written != text:  # '2024-01-31T08:00:00Z': as PostgreSQL reads it, for DuckDB
+            node.this.replace(exp.Literal.string(written))
         return
     kind = "date" if date else "timestamp"
     raise Rejected(
         f"{node.sql(dialect='postgres')} in {where}: '{text}' is not a {kind} from the year "
-        "1 to 9999 written as 2024-01-31" + ("" if date else " 08:00:00"),
+        "1 to 9999 written as 2024-01-31"
+        + ("" if date else " 08:00:00")
+        + " (or in ISO 8601, 2024-01-31T08:00:00Z, whose time and offset a "
+        + ("date ignores)" if date else "timestamp reads and ignores the offset of)"),
         hint=f"for example {kind.upper()} '2024-01-31" + ("'" if date else " 08:00:00'"),
     )
 
@@ -99,28 +102,60 @@ def date_literal(node: exp.Expr) -> bool:
     )
 
 
-def typed_literal(literal: exp.Expr, kind: str, node: exp.Expr, where: str) -> exp.Expr:
+def typed_literal(
+    literal: exp.Expr,
+    kind: str,
+    node: exp.Expr,
+    where: str,
+    numbers: Sequence[NumberType | None] = (None,),
+) -> exp.Expr:
     """A quoted literal compared with a number, date, timestamp or boolean, as a literal of
     that type, checked now: DuckDB would convert it only on the rows that reach the
-    comparison, so a value that does not convert would fail depending on the data."""
+    comparison, so a value that does not convert would fail depending on the data. A
+    text that PostgreSQL's input function of the type refuses is refused as PostgreSQL
+    refuses it (``literal_input``); a number as each of ``numbers`` (the types PostgreSQL
+    reads it as, None where dpproxy cannot tell)."""
     text = literal.name
+    if kind == NUMBER:
+        for number in numbers:
+            read_as_number(text, number)
+    elif kind in (DATE, TIME):
+        read_as_moment(text, date=kind == DATE)
+    elif kind == BOOLEAN:
+        return exp.Boolean(this=read_as_boolean(text))
     try:
         if kind == NUMBER and _NUMBER_TEXT.fullmatch(text) and math.isfinite(float(text)):
             return exp.Literal.number(text.strip())
-        if kind == DATE and _is_moment(text, date=True):
-            return exp.cast(exp.Literal.string(text.strip()), exp.DataType.Type.DATE)
-        if kind == TIME and _is_moment(text, date=False):
-            return exp.cast(exp.Literal.string(text.strip()), exp.DataType.Type.TIMESTAMP)
-        if kind == BOOLEAN and text.strip().lower() in _BOOLEANS:
-            return exp.Boolean(this=_BOOLEANS[text.strip().lower()])
+        written = _moment_written(text, date=kind == DATE) if kind in (DATE, TIME) else None
+        if kind == DATE and written is not None:
+            return exp.cast(exp.Literal.string(written.strip()), exp.DataType.Type.DATE)
+        if kind == TIME and written is not None:
+            return exp.cast(exp.Literal.string(written.strip()), exp.DataType.Type.TIMESTAMP)
     except ValueError:
         pass
     raise Rejected(
-        f"{node.sql(dialect='postgres')} in {where}: '{text}' is not a valid {kind}, and "
-        "the database would find out only on the rows that reach the comparison",
+        f"{node.sql(dialect='postgres')} in {where}: dpproxy does not read '{text}' as a "
+        f"{kind} (a finite number, a date written as 2024-01-31, a timestamp as 2024-01-31 "
+        "08:00:00); the database could read it otherwise, on the rows that reach the "
+        "comparison only",
         hint="write a number as 5, a date as '2024-01-31', a timestamp as "
         "'2024-01-31 08:00:00', a boolean as true",
     )
+
+
+def _moment_written(text: str, *, date: bool) -> str | None:
+    """``text`` as a date (``date``) or timestamp within the years 1 to 9999 is written in
+    the SQL dpproxy runs: as it is, written as 2024-01-31 or 2024-01-31 08:00:00; as
+    PostgreSQL reads it, in another form its input reads
+    (``rewriter.datetime_input``: '2024-01-31T08:00:00Z' is the date 2024-01-31, the
+    timestamp 2024-01-31 08:00:00); None if dpproxy does not read it. Rejected as
+    PostgreSQL refuses a text of those forms ('2024-13-01T00:00Z': 22008)."""
+    if _is_moment(text, date=date):
+        return text
+    moment = read_moment(text)
+    if moment is None or moment.local is None:
+        return None
+    return date_text(moment.date) if date else timestamp_text(moment.local)
 
 
 def _is_moment(text: str, *, date: bool) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from rewriter.errors import Rejected
+from rewriter.output_names import function_name
 from rewriter.passes.value_types.kinds import BOOLEAN, DATE, NUMBER, OTHER, TIME, ZONED
 
 #: Functions and operators of a text (their first argument): any other value fails.
@@ -32,7 +33,7 @@ def check_text_argument(node: exp.Expr, found: dict[int, str], where: str) -> No
         )
     if isinstance(node, _ON_TEXT) and found.get(id(node.this)) in _NOT_TEXT:
         # lower(stay > 1), (cost > 1) LIKE 'a%' fail on every row, after the charge.
-        name = "LIKE" if isinstance(node, (exp.Like, exp.ILike)) else f"{node.key}()"
+        name = "LIKE" if isinstance(node, (exp.Like, exp.ILike)) else f"{function_name(node)}()"
         raise Rejected(
             f"{node.sql(dialect='postgres')} in {where}: {name} needs a text value, not a "
             f"{found[id(node.this)]}; the database would fail on every row, after the query "

@@ -7,8 +7,11 @@ skip. So here the column stays an instant (``rewriter.zones.as_instant``), and t
 literal becomes the instant PostgreSQL reads (``rewriter.zones.instant_of_text``): text,
 ``DATE '…'`` and ``TIMESTAMP '…'`` in the session's zone (computed by the engine, in the
 zone's rules it reads the column in), a text with an offset as that instant. Two such
-columns compare as instants too. Anything else met with one (a timestamp or date column,
-a computed value) is refused: PostgreSQL would read it in the session's zone row by row.
+columns compare as instants too, and a constant of the type (``to_timestamp(…)``,
+``timestamptz '…'``: ``rewriter.passes.time_constants``) is that instant; one met with a
+date or timestamp alone is compared as ``instants`` computes. Anything else met with a
+column (a timestamp or date column, a computed value) is refused: PostgreSQL would read it
+in the session's zone row by row.
 
 The values a GREATEST or LEAST chooses among are ordered as instants by PostgreSQL, and
 are refused (local times order otherwise in the repeated hour).
@@ -19,6 +22,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from rewriter.errors import Rejected
+from rewriter.passes.value_types.instants import compare_instants
 from rewriter.passes.value_types.kinds import DATE, LITERAL_TEXT, NULL, TIME, ZONED
 from rewriter.passes.value_types.literals import date_literal
 from rewriter.zones import ZONE, as_instant, instant_of_text, is_instant_literal, is_zoned
@@ -35,7 +39,14 @@ def compare_zoned(node: exp.Expr, operands: list[exp.Expr], each: list[str], whe
     timestamp with time zone; make the columns instants and the literals the instants
     PostgreSQL reads them as, in place."""
     written = f"{node.sql(dialect='postgres')} in {where}"
-    columns = [_zoned_column(o, written) for o, k in zip(operands, each, strict=True) if k == ZONED]
+    columns = [
+        _zoned_column(o, written)
+        for o, k in zip(operands, each, strict=True)
+        if k == ZONED and not is_instant_literal(o)
+    ]
+    if not columns:  # constants of the type (to_timestamp(…)): with a date or timestamp
+        compare_instants(node, operands, each, where)
+        return
     zone = str(columns[0].meta[ZONE])
     for index, (operand, kind) in enumerate(zip(operands, each, strict=True)):
         if kind in (ZONED, NULL) or is_instant_literal(operand):
