@@ -35,7 +35,11 @@ ARRAY_ELEMENTS: dict[int, int] = {
     1015: values.VARCHAR,
     1182: values.DATE,
     1115: values.TIMESTAMP,
+    1028: values.OID,  # asyncpg's type lookup: ti.oid = any($1::oid[]) (a catalog query)
 }
+#: The array type of each element type (pg_type.typarray): ``$1`` of ``x = ANY($1)``
+#: takes the array type of ``x``'s (``proxy.parameter_types``), and ``$1::int[]`` int[].
+ARRAY_OF: dict[int, int] = {element: array for array, element in ARRAY_ELEMENTS.items()}
 #: Their element types as SQL writes them in the cast.
 _ELEMENT_SQL = {
     values.BOOL: "BOOLEAN",
@@ -50,6 +54,18 @@ _ELEMENT_SQL = {
     values.DATE: "DATE",
     values.TIMESTAMP: "TIMESTAMP",
 }
+#: oid[], which sqlglot reads only so (proxy.catalog.oid_arrays): pg_catalog.oid[].
+OID_ARRAY_TYPE = exp.DataType(
+    this=exp.DataType.Type.ARRAY,
+    expressions=[
+        exp.DataType(
+            this=exp.DataType.Type.USERDEFINED,
+            kind=exp.Dot(this=exp.to_identifier("pg_catalog"), expression=exp.to_identifier("oid")),
+        )
+    ],
+    nested=True,
+)
+OID_ARRAY_SQL = OID_ARRAY_TYPE.sql(dialect="postgres")
 MAX_ELEMENTS = 1000
 _INT32 = struct.Struct("!i")
 _HEADER = struct.Struct("!iiI")  # dimensions, has NULLs, element type
@@ -71,7 +87,10 @@ def array_literal(oid: int, data: bytes, fmt: int) -> exp.Expr:
         text = _text_of_binary(element, data)
     else:
         raise ValueFormatError("08P01", f"unsupported format code: {fmt}")
-    kind = exp.DataType.build(f"{_ELEMENT_SQL[element]}[]", dialect="postgres")
+    if element == values.OID:
+        kind = OID_ARRAY_TYPE.copy()
+    else:
+        kind = exp.DataType.build(f"{_ELEMENT_SQL[element]}[]", dialect="postgres")
     return exp.Cast(this=exp.Literal.string(text), to=kind)
 
 
@@ -79,6 +98,22 @@ def empty_array(oid: int) -> exp.Expr:
     """An empty array of type ``oid``: an array parameter's stand-in before its value is
     known (``x = ANY('{}')`` is false, and changes no output column)."""
     return array_literal(oid, b"{}", values.TEXT_FORMAT)
+
+
+def within_cast(literal: exp.Expr, parent: exp.Expr | None) -> exp.Expr:
+    """An array parameter's literal where the statement casts the parameter to its own
+    type (``$1::int[]``, which gave it type int[]): the quoted text alone, which that cast
+    reads (``CAST('{1,2}' AS INT[])``, once), as the cast's own value would be. Any other
+    literal or place: ``literal``."""
+    if (
+        isinstance(literal, exp.Cast)
+        and isinstance(parent, exp.Cast)
+        and literal.to.is_type(exp.DataType.Type.ARRAY)
+        and literal.to.sql(dialect="postgres") == parent.to.sql(dialect="postgres")
+    ):
+        text: exp.Expr = literal.this
+        return text
+    return literal
 
 
 def _check_size(elements: int) -> None:

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping
 
 from sqlglot import exp
 
+from proxy.parameter_arrays import ARRAY_OF, OID_ARRAY_SQL
 from proxy.protocol import values as v
 from rewriter.catalog import Catalog, ColumnInfo, ColumnType
 
@@ -52,6 +53,21 @@ CAST_OIDS: Mapping[exp.DType, int] = {
     exp.DataType.Type.UUID: v.UUID,
     exp.DataType.Type.INTERVAL: v.INTERVAL,
 }
+
+
+def cast_oid(to: exp.DataType) -> int | None:
+    """The OID of a cast's target type: ``int``, ``date``…, or an array of one of those
+    that dpproxy takes array values of (``$1::int[]``: int4[]); None for another."""
+    if to.is_type(exp.DataType.Type.ARRAY):
+        element = to.expressions[0] if len(to.expressions) == 1 else None
+        if not isinstance(element, exp.DataType) or element.is_type(exp.DataType.Type.ARRAY):
+            return None
+        if to.sql(dialect="postgres").lower() == OID_ARRAY_SQL:  # $1::oid[] (asyncpg's lookup)
+            return ARRAY_OF[v.OID]
+        of = CAST_OIDS.get(element.this)
+        return None if of is None else ARRAY_OF.get(of)
+    return CAST_OIDS.get(to.this)
+
 
 #: The integer types by the decimal digits ``ColumnInfo.digits`` gives them (smallint 5,
 #: integer 10, bigint 19; DuckDB's tinyint 3).

@@ -13,6 +13,11 @@ expression rules are ``proxy.parameter_type_rules``':
 - compared (=, <>, <, <=, >, >=, IS [NOT] DISTINCT FROM, BETWEEN) with a column or a
   typed expression: its type (``visit_date >= $1``: date); in an IN list, the list's
   common type; LIKE, ILIKE, SIMILAR TO and ~ patterns: text;
+- the array of ``x op ANY/SOME/ALL ($1)``: the array type of the type ``x`` is compared
+  as (``department = ANY($1)``: text[]; ``length_of_stay <> ALL($1)``: int4[]; ``x LIKE
+  ANY($1)``: text[]; ``$1 = ANY($2)``: text and text[]), and ``x`` the element type of a
+  typed array (``$1 = ANY($2::int[])``: int4); an array dpproxy does not take values of
+  (timestamptz[]) leaves it text;
 - LIMIT, OFFSET, FETCH FIRST: bigint; a condition (``WHERE $1``, ``AND $1``): boolean;
 - an operand of arithmetic with a typed operand: that type (``cost * $1``: float8);
 - a function argument its signature fixes: percentile_cont's and percentile_disc's
@@ -21,12 +26,13 @@ expression rules are ``proxy.parameter_type_rules``':
   lpad, repeat, split_part counts, round's decimals, make_date's fields: int4; substr's
   start and length: int4 (``substring(x, $1, $2)`` is PostgreSQL's regular-expression
   substring of text, as there);
-- a cast (``$1::int``): the cast's type.
+- a cast (``$1::int``, ``$1::int[]``): the cast's type.
 
 Where PostgreSQL cannot tell either (``SELECT $1``, ``$1 = $2``, ``$1 + $2``), or the
-type is one dpproxy does not take values of (interval, arrays): text, as dpproxy always
-did. The column types come from the analyst's catalog (``parameter_type_rules.column_oid``);
-a column of a table outside it (pg_catalog) leaves its parameters text.
+type is one dpproxy does not take values of (interval, arrays but those of
+``proxy.parameter_arrays``): text, as dpproxy always did. The column types come from
+the analyst's catalog (``parameter_type_rules.column_oid``); a column of a table outside
+it (pg_catalog) leaves its parameters text.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from proxy.parameter_arrays import ARRAY_ELEMENTS, ARRAY_OF
 from proxy.parameter_scopes import Scope, Typed, Unknown, merged, named
 from proxy.parameter_signatures import (
     ARGUMENTS,
@@ -51,10 +58,10 @@ from proxy.parameter_signatures import (
 )
 from proxy.parameter_stand_ins import Role
 from proxy.parameter_type_rules import (
-    CAST_OIDS,
     INTEGERS,
     ColumnOids,
     arithmetic_result,
+    cast_oid,
     common_type,
     compared_as,
     number_literal,
@@ -105,7 +112,8 @@ class _Walk:
         if role is not None:
             self.roles.setdefault(typed.number, role)
         if oid is not None and typed.number not in self.types:
-            self.types[typed.number] = oid if oid in v.PARAMETER_TYPES else v.TEXT
+            taken = oid in v.PARAMETER_TYPES or oid in ARRAY_ELEMENTS
+            self.types[typed.number] = oid if taken else v.TEXT
 
     def settle_role(self, node: exp.Expr, oid: int, role: Role | None) -> Typed:
         """An argument that a signature gives type ``oid``; a parameter in it, even
@@ -246,7 +254,7 @@ class _Walk:
             inner = self.expr(node.this)
             return inner if isinstance(inner, int) else None
         if isinstance(node, exp.Cast):
-            oid = CAST_OIDS.get(node.to.this)
+            oid = cast_oid(node.to)
             self.settle(self.expr(node.this), oid)
             return oid
         if isinstance(node, (*COMPARISONS, *COMPARISONS_NULL_SAFE)):
@@ -261,8 +269,7 @@ class _Walk:
             self.in_list(node)
             return v.BOOL
         if isinstance(node, PATTERNS):
-            self.settle(self.expr(node.this), v.TEXT)
-            self.settle(self.expr(node.expression), v.TEXT, Role.PATTERN)
+            self.pattern(node)
             return v.BOOL
         if isinstance(node, exp.Escape):
             self.expr(node.this)
@@ -317,10 +324,33 @@ class _Walk:
                 self.compare(a, b)
             return
         subject = self.expr(left)
-        if isinstance(right, (exp.Any, exp.All)):
-            self.compare_typed(subject, self.any_of(right.this))
+        array = quantified(right)
+        if array is not None:
+            self.compare_with_array(subject, array)
             return
         self.compare_typed(subject, self.expr(right))
+
+    def compare_with_array(self, subject: Typed, array: exp.Expr) -> None:
+        """``subject op ANY/ALL (array)``: an array parameter takes the array type of
+        ``subject``'s (``x = ANY($1)`` of an int4 ``x``: int4[]; of an unknown one, text
+        and text[]); a parameter ``subject`` takes the type of an array's elements."""
+        element = self.any_of(array)
+        if isinstance(element, Unknown) and element.number is not None:  # an array parameter
+            if isinstance(subject, Unknown):
+                self.settle(subject, v.TEXT)
+            of = compared_as(subject) if isinstance(subject, int) else v.TEXT
+            self.settle(element, ARRAY_OF.get(of) if subject is not None else None)
+            return
+        self.compare_typed(subject, element)
+
+    def pattern(self, node: exp.Expr) -> None:
+        """``x LIKE $1`` (and ILIKE, SIMILAR TO, ~): text; ``x LIKE ANY($1)``: text[]."""
+        self.settle(self.expr(node.this), v.TEXT)
+        array = quantified(node.expression)
+        if array is not None:
+            self.settle(self.any_of(array), ARRAY_OF[v.TEXT])
+        else:
+            self.settle(self.expr(node.expression), v.TEXT, Role.PATTERN)
 
     def compare_typed(self, left: Typed, right: Typed) -> None:
         if isinstance(left, int):
@@ -333,15 +363,18 @@ class _Walk:
 
     def any_of(self, node: exp.Expr) -> Typed:
         """The element type of ``= ANY(…)``'s array (ARRAY[…]: its elements' common type,
-        else text) or subquery (its column's); None for an array parameter."""
+        else text; an array cast: its element type) or subquery (its column's); the
+        parameter itself (``Unknown``) for an array parameter of no type yet."""
         inner = node.this if isinstance(node, exp.Paren) else node
         if isinstance(inner, exp.Array):
             return self.branches(list(inner.expressions))
         if isinstance(inner, QUERIES):
             outputs = self.query(inner)
             return outputs[0][1] if len(outputs) == 1 else None
-        self.expr(inner)
-        return None
+        typed = self.expr(inner)
+        if isinstance(typed, Unknown):
+            return typed if typed.number is not None else None
+        return ARRAY_ELEMENTS.get(typed) if isinstance(typed, int) else None
 
     def in_list(self, node: exp.In) -> None:
         subject = node.this
@@ -487,6 +520,21 @@ class _Walk:
             else:
                 self.expr(child)
         return result
+
+
+def quantified(node: exp.Expr) -> exp.Expr | None:
+    """The array (or subquery) of ``ANY (…)``, ``SOME (…)`` or ``ALL (…)``, as sqlglot
+    reads each (``<> ALL($1)``, ``= SOME($1)``: a function call); None for another node."""
+    array: exp.Expr | None = None
+    if isinstance(node, (exp.Any, exp.All)):
+        array = node.this
+    elif (
+        isinstance(node, exp.Anonymous)
+        and str(node.this).upper() in ("ANY", "SOME", "ALL")
+        and len(node.expressions) == 1
+    ):
+        array = node.expressions[0]
+    return array
 
 
 def _chain(node: exp.Expr) -> list[exp.Expr]:

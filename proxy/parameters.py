@@ -31,7 +31,7 @@ from sqlglot.errors import SqlglotError
 
 from proxy.copy_statement import is_copy
 from proxy.cursor_statements import query_start
-from proxy.parameter_arrays import ARRAY_ELEMENTS, array_literal, empty_array
+from proxy.parameter_arrays import ARRAY_ELEMENTS, array_literal, empty_array, within_cast
 from proxy.parameter_positions import as_constant, stands_for_position
 from proxy.parameter_stand_ins import Role, stand_ins
 from proxy.parameter_type_rules import ColumnOids
@@ -376,7 +376,7 @@ def substitute(statement: ParsedStatement, literals: Sequence[exp.Expr]) -> str:
             number = parameter_number(node)
             if number is None or number > len(literals):
                 raise QueryError(UNDEFINED_PARAMETER, f"there is no parameter ${node.this}")
-            made = literals[number - 1].copy()
+            made = within_cast(literals[number - 1].copy(), node.parent)  # $1::int[]
             if stands_for_position(node):  # GROUP BY $1: a constant, not a column's number
                 made = as_constant(made, statement.parameter_types[number - 1])
             node.replace(made)
