@@ -29,6 +29,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+from proxy.catalog.oid_arrays import respell_oid_arrays
 from proxy.copy_statement import is_copy
 from proxy.cursor_statements import query_start
 from proxy.parameter_arrays import ARRAY_ELEMENTS, array_literal, empty_array, within_cast
@@ -208,7 +209,8 @@ def _too_deep() -> QueryError:
 
 def _parse(text: str) -> exp.Expr:
     try:
-        trees = [t for t in sqlglot.parse(text, dialect=DIALECT) if t is not None]
+        parsed = sqlglot.parse(respell_oid_arrays(text), dialect=DIALECT)  # $1::oid[]
+        trees = [t for t in parsed if t is not None]
     except RecursionError:
         raise _too_deep() from None
     except SqlglotError:

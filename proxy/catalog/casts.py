@@ -14,6 +14,7 @@ from sqlglot import exp
 from proxy.catalog.functions import macro_call
 from proxy.catalog.number_casts import rewrite_number_cast
 from proxy.catalog.refusal import CatalogRefused
+from proxy.protocol.array_values import array_elements
 
 _OID_TYPES = frozenset({"oid", "xid", "cid", "regrole", "regoper", "regoperator"})
 _TEXT_TYPES = frozenset(
@@ -53,6 +54,8 @@ def is_text_type(name: str) -> bool:
 def rewrite_cast(node: exp.Cast) -> exp.Expression:
     to = node.args["to"]
     name = type_name(to)
+    if isinstance(to, exp.DataType) and to.this == exp.DataType.Type.ARRAY:
+        node.set("this", _array_of_text(node.this))
     value = node.this
     shown = _shown_as_text(node)
     if name == "regclass":
@@ -85,6 +88,22 @@ def rewrite_cast(node: exp.Cast) -> exp.Expression:
     if isinstance(to, exp.DataType) and to.this == exp.DataType.Type.USERDEFINED:
         raise CatalogRefused(f"dpproxy's catalog does not support the type {name}")
     return node
+
+
+def _array_of_text(value: exp.Expression) -> exp.Expression:
+    """A quoted array in PostgreSQL's text of one dimension (``'{1007,1016}'``, what
+    asyncpg's type lookup sends for ``$1::oid[]``; ``'{}'``, an array parameter's stand-in)
+    as a list of its elements' text, which DuckDB's cast to a list type reads element by
+    element (it does not read PostgreSQL's text); any other value as it is."""
+    if not (isinstance(value, exp.Literal) and value.is_string):
+        return value
+    try:
+        elements = array_elements(value.name.strip(" \t\n\r\f\v"))
+    except ValueError:
+        return value  # DuckDB refuses what it cannot read
+    return exp.Array(
+        expressions=[exp.Null() if e is None else exp.Literal.string(e) for e in elements]
+    )
 
 
 def _is_text(node: exp.Expression) -> bool:

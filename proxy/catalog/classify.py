@@ -19,6 +19,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from proxy.catalog.cache_keys import CACHED_LENGTH, PARSE_CACHE_SIZE
+from proxy.catalog.oid_arrays import respell_oid_arrays
 from proxy.catalog.refusal import CatalogRefused
 from proxy.catalog.relations import INFORMATION_SCHEMA, PG_CATALOG, find_relation
 from proxy.catalog.respell import quote_keyword_labels, respelled
@@ -70,7 +71,7 @@ def _classify_cached(sql: str, analyst: str) -> tuple[exp.Expression | None, Cat
 
 
 def _parse(sql: str) -> exp.Expression | None:
-    sql = respelled(sql)
+    sql = respell_oid_arrays(respelled(sql))
     try:
         statements = sqlglot.parse(sql, read="postgres")
     except RecursionError:

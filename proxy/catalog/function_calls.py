@@ -20,11 +20,10 @@ from proxy.catalog.local_times import rewrite_moment
 from proxy.catalog.refusal import CatalogRefused
 from proxy.catalog.relations import PG_CATALOG
 from proxy.catalog.session_values import SessionValues
-from proxy.catalog.settings import current_setting
+from proxy.catalog.settings import current_setting, refused_set_config, set_config
 
 # DuckDB functions that have no business in a catalog query.
 _REFUSED_FUNCTIONS = frozenset({"getenv", "set_config", "query", "query_table", "read_text"})
-_SET_HINT = "use SET name = value (SET dpproxy.epsilon = 0.5); current_setting(name) reads it"
 _PRIVILEGE_ARITY = {
     "has_table_privilege": 3,
     "has_any_column_privilege": 3,
@@ -59,9 +58,13 @@ def rewrite_function(node: exp.Expression, session: SessionValues) -> exp.Expres
         return node
     name = str(node.this).lower()
     args = list(node.expressions)
+    if name == "set_config":
+        answer = set_config(args)
+        if answer is None:
+            raise refused_set_config()
+        return answer
     if name in _REFUSED_FUNCTIONS or name.startswith("duckdb_"):
-        hint = _SET_HINT if name == "set_config" else None
-        raise CatalogRefused(f"dpproxy's catalog does not support the function {name}()", hint)
+        raise CatalogRefused(f"dpproxy's catalog does not support the function {name}()")
     if name == "version" and not args:
         return exp.Literal.string(session.version)
     if name == "current_setting" and args:

@@ -39,7 +39,8 @@ MACROS: dict[str, tuple[str, ...]] = {
         "WHERE n.name = lower(trim(replace(CAST(type_name AS VARCHAR), '\"', ''))))",
     ),
     "regtype_name": (
-        f"(type_oid) AS coalesce({S}.format_type(type_oid, NULL), CAST(type_oid AS VARCHAR))",
+        f"(type_oid) AS CASE WHEN type_oid = 0 THEN '-' "  # InvalidOid, as PostgreSQL shows it
+        f"ELSE coalesce({S}.format_type(type_oid, NULL), CAST(type_oid AS VARCHAR)) END",
     ),
     "to_regclass": (
         f'(rel_name) AS (SELECT min(c.oid) FROM {S}."pg_class" c '
@@ -49,18 +50,19 @@ MACROS: dict[str, tuple[str, ...]] = {
         f"AND (c.relnamespace IN {_VISIBLE} OR contains(CAST(rel_name AS VARCHAR), '.')))",
     ),
     "regclass_name": (
-        f"(rel) AS coalesce((SELECT max(CASE WHEN c.relnamespace IN {_VISIBLE} "
+        f"(rel) AS CASE WHEN rel = 0 THEN '-' ELSE coalesce((SELECT max(CASE "
+        f"WHEN c.relnamespace IN {_VISIBLE} "
         "THEN c.relname ELSE n.nspname || '.' || c.relname END) "
         f'FROM {S}."pg_class" c JOIN {S}."pg_namespace" n ON n.oid = c.relnamespace '
-        "WHERE c.oid = rel), CAST(rel AS VARCHAR))",
+        "WHERE c.oid = rel), CAST(rel AS VARCHAR)) END",
     ),
     "to_regnamespace": (
         f'(nsp_name) AS (SELECT max(n.oid) FROM {S}."pg_namespace" n '
         "WHERE n.nspname = replace(CAST(nsp_name AS VARCHAR), '\"', ''))",
     ),
     "regnamespace_name": (
-        f'(nsp) AS coalesce((SELECT max(n.nspname) FROM {S}."pg_namespace" n '
-        "WHERE n.oid = nsp), CAST(nsp AS VARCHAR))",
+        f"(nsp) AS CASE WHEN nsp = 0 THEN '-' ELSE coalesce((SELECT max(n.nspname) "
+        f'FROM {S}."pg_namespace" n WHERE n.oid = nsp), CAST(nsp AS VARCHAR)) END',
     ),
     "regproc_name": (
         "(proc) AS CASE WHEN CAST(proc AS VARCHAR) LIKE 'pg_catalog.%' "

@@ -10,6 +10,8 @@ from proxy.catalog.builtin_types import BUILTIN_TYPES
 from rewriter import ColumnType
 
 TEXT_OID = 25
+_BIGINT = 20
+_OID_ARRAY = 1028
 DEFAULT_COLLATION = 100
 
 
@@ -124,6 +126,10 @@ def result_type(duck_type: str) -> tuple[int, int]:
     name = duck_type.upper()
     if name.endswith("[]"):
         element, _ = result_type(name[:-2])
+        if element == _BIGINT:
+            # The catalog's OIDs are BIGINT: a list of them is oid[] (pg_proc.proallargtypes,
+            # asyncpg's attrtypoids, which it must decode without looking int8[] up).
+            return (_OID_ARRAY, -1)
         found = TYPES.get(element)
         return (found.array if found is not None and found.array else 1009, -1)
     if name.startswith("DECIMAL"):

@@ -5,7 +5,9 @@ Both are answered from SessionValues.settings, put into the query as literals of
 syntax tree (never pasted into text); nothing of them reaches a database. Custom
 parameters (myapp.tenant) answer current_setting() but are not rows of pg_settings, as in
 PostgreSQL; dpproxy's own (dpproxy.epsilon...) are both, as an extension's parameters.
-set_config() is refused (function_calls).
+set_config() is refused (function_calls), but for ``set_config('jit', value, false)``, which
+asyncpg sends before it looks a type up (and again after, to put jit back): a no-op that
+answers as PostgreSQL's (dpproxy runs no JIT: the session's jit is kept, as SET keeps it).
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ from proxy.sqlstate import UNDEFINED_OBJECT
 
 #: SHOW's budget left (proxy.session reads it from the ledger): not a session value.
 BUDGET_PARAMETER = "dpproxy.budget"
+#: The one parameter set_config() takes (asyncpg's type lookup sets it off, then back).
+JIT_PARAMETER = "jit"
+_SET_HINT = "use SET name = value (SET dpproxy.epsilon = 0.5); current_setting(name) reads it"
 
 
 def current_setting(args: list[exp.Expression], session: SessionValues) -> exp.Expression:
@@ -52,6 +57,38 @@ def current_setting(args: list[exp.Expression], session: SessionValues) -> exp.E
             f'unrecognized configuration parameter "{name}"', sqlstate=UNDEFINED_OBJECT
         )
     return exp.Literal.string(session.settings[name])
+
+
+def set_config(args: list[exp.Expression]) -> exp.Expression | None:
+    """``set_config('jit', value, false)``: the value as PostgreSQL's set_config() answers it
+    ('on' or 'off'; NULL resets it, 'on'), a no-op; None for any other call (refused by
+    the caller), and 22023 for a value that is not a boolean, as PostgreSQL."""
+    if len(args) != 3:
+        return None
+    name, value = _uncast_text(args[0]), _uncast_text(args[1])
+    local = args[2]
+    while isinstance(local, exp.Cast) and local.to.is_type(exp.DataType.Type.BOOLEAN):
+        local = local.this
+    if not (isinstance(name, exp.Literal) and name.is_string) or not (
+        isinstance(local, exp.Boolean) and not local.this
+    ):
+        return None  # set_config('jit', …, true) and computed arguments: refused
+    if name.name.lower() != JIT_PARAMETER:
+        return None
+    if isinstance(value, exp.Null):
+        return exp.Literal.string("on")  # reset: PostgreSQL's default
+    if not (isinstance(value, exp.Literal) and value.is_string):
+        return None
+    flag = parse_bool(value.name.strip(" \t\n\r\f\v"))
+    if flag is None:
+        raise CatalogRefused(
+            f'parameter "{JIT_PARAMETER}" requires a Boolean value', sqlstate="22023"
+        )
+    return exp.Literal.string("on" if flag else "off")
+
+
+def refused_set_config() -> CatalogRefused:
+    return CatalogRefused("dpproxy's catalog does not support the function set_config()", _SET_HINT)
 
 
 def _uncast_text(argument: exp.Expression) -> exp.Expression:

@@ -24,6 +24,7 @@ import struct
 import uuid
 from decimal import Decimal, InvalidOperation
 
+from proxy.protocol.array_values import BINARY_ARRAY_ELEMENTS, encode_array
 from rewriter.datetime_input import read_moment
 from rewriter.errors import Rejected
 
@@ -75,7 +76,12 @@ DATETIME_TYPES = frozenset({DATE, TIME, TIMETZ, TIMESTAMP, TIMESTAMPTZ, INTERVAL
 #: The result types :func:`encode_binary` sends in binary: a column of another type asked
 #: for in binary is sent in text after a Describe, and refused (uncharged) without one.
 BINARY_RESULT_TYPES = (
-    TEXT_TYPES | INTEGER_TYPES | FLOAT_TYPES | DATETIME_TYPES | {BOOL, NUMERIC, UUID}
+    TEXT_TYPES
+    | INTEGER_TYPES
+    | FLOAT_TYPES
+    | DATETIME_TYPES
+    | {BOOL, NUMERIC, UUID}
+    | BINARY_ARRAY_ELEMENTS.keys()
 )
 
 TYPE_NAMES = {
@@ -395,6 +401,8 @@ def encode_binary(oid: int, text: str) -> bytes:
             return uuid.UUID(text.strip()).bytes
         if oid in DATETIME_TYPES:
             return _datetime_to_binary(oid, text)
+        if oid in BINARY_ARRAY_ELEMENTS:  # text[], oid[] (asyncpg's type lookup)
+            return encode_array(BINARY_ARRAY_ELEMENTS[oid], text, encode_binary)
     except (ValueError, struct.error, InvalidOperation, OverflowError):
         raise ValueFormatError(
             INVALID_TEXT_REPRESENTATION, f"cannot send {text[:40]!r} as binary {type_name(oid)}"
