@@ -10,7 +10,7 @@ those are refused too.
 from __future__ import annotations
 
 import math
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import Decimal
 
 from sqlglot import exp
 
@@ -18,6 +18,8 @@ from rewriter.errors import Rejected
 
 #: DuckDB's largest DECIMAL precision.
 MAX_PRECISION = 38
+#: How far, relatively, a value may lie beyond its bound as the engines compute it.
+SLACK = Decimal("1e-9")
 
 
 def decimal_cast(node: exp.Cast, lower: float, upper: float) -> tuple[float, float]:
@@ -34,8 +36,15 @@ def decimal_cast(node: exp.Cast, lower: float, upper: float) -> tuple[float, flo
         )
     unit = Decimal(1).scaleb(-scale)
     limit = Decimal(10) ** (precision - scale)
+    # A value rounds to the limit from limit − unit/2 on. The bounds are doubles, computed
+    # from the declared ones, where the engines compute the value exactly (PostgreSQL in
+    # numeric, reading a double as 15 significant digits; DuckDB in DECIMAL): a value at a
+    # bound may lie a little beyond it (30 · 0.33166666666666667 is 9.95000000000000001,
+    # whose bound 9.95 is the double 9.9499999999999993). So the bounds must stay clear of
+    # that edge by more than any such error (SLACK, relative).
+    edge = limit - unit / 2
     for bound in (lower, upper):
-        if abs(Decimal(bound).quantize(unit, rounding=ROUND_HALF_UP)) >= limit:
+        if abs(Decimal(bound)) * (1 + SLACK) >= edge:
             raise Rejected(
                 f"{shown} inside an aggregate could fail on some values, and the error would "
                 f"reveal them: its values lie within [{lower:g}, {upper:g}], and "
