@@ -238,6 +238,20 @@ def _aggregate_kind(node: exp.Expr, columns: ColumnKinds) -> Kind:
     return Kind.NUMERIC if inner is Kind.INTEGER else inner  # SUM(bigint): numeric
 
 
+def quotient_kind(node: exp.Expr, columns: ColumnKinds) -> Kind:
+    """The type PostgreSQL gives ``node`` with its divisions read as PostgreSQL reads
+    them, a numeric unless a double is divided (``COUNT(*) / 2.0``; of two integers, the
+    exact quotient dpproxy computes is a numeric's), where :func:`kind` reads each as the
+    double post-processing computes."""
+    if isinstance(node, exp.Paren | exp.Neg | exp.Abs):
+        return quotient_kind(node.this, columns)
+    if isinstance(node, exp.Div | exp.Add | exp.Sub | exp.Mul):
+        parts = [quotient_kind(node.this, columns), quotient_kind(node.expression, columns)]
+        found = _combined(parts)
+        return Kind.NUMERIC if isinstance(node, exp.Div) and found is Kind.INTEGER else found
+    return kind(node, columns)
+
+
 def _combined(kinds: Sequence[Kind]) -> Kind:
     """The type PostgreSQL gives arithmetic (or CASE, COALESCE…) over these."""
     present = set(kinds) - {Kind.NULL}
@@ -307,11 +321,14 @@ class _Writer:
 
     def _rounding(self, node: Rounding) -> exp.Expr:
         """round, floor, ceil and sign in PostgreSQL's types (post_rounding); of a value
-        of unknown type, DuckDB's (the transform goes on into the argument)."""
+        of unknown type, DuckDB's (the transform goes on into the argument). A division
+        that PostgreSQL computes as a numeric (``COUNT(*) / 2.0``) is rounded as one:
+        halves away from zero."""
         (argument,) = self._kinds([node.this])
         if not computed(node, argument):
             return node
-        return rounded(node, self.write(node.this), argument)
+        even = quotient_kind(node.this, self.columns) is Kind.DOUBLE
+        return rounded(node, self.write(node.this), argument, halves_even=even)
 
     def _kinds(self, arguments: Sequence[exp.Expr]) -> tuple[Kind, ...]:
         return tuple(kind(a, self.columns) for a in arguments)

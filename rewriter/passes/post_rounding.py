@@ -60,9 +60,13 @@ def computed(node: Rounding, argument: Kind) -> bool:
     return node.args.get("decimals") is None or places(node) is not None
 
 
-def rounded(node: Rounding, value: exp.Expr, argument: Kind) -> exp.Expr:
+def rounded(
+    node: Rounding, value: exp.Expr, argument: Kind, *, halves_even: bool = True
+) -> exp.Expr:
     """``node`` over ``value`` (its argument, written) as PostgreSQL computes it over a
-    value of kind ``argument`` (:func:`computed`)."""
+    value of kind ``argument`` (:func:`computed`). ``halves_even``: ``round`` of a double
+    is ``rint``; False where PostgreSQL's value is a numeric that dpproxy computes as a
+    double (a division), rounded halves away from zero."""
     if not computed(node, argument):
         raise ValueError(f"{node.key} of a value of kind {argument.value} is DuckDB's")
     n = places(node)
@@ -87,7 +91,7 @@ def rounded(node: Rounding, value: exp.Expr, argument: Kind) -> exp.Expr:
         return _typed(exp.func("SIGN", double), "DOUBLE")
     if argument is Kind.INTEGER:
         return double  # a whole number already: PostgreSQL's round(float8) of it
-    if isinstance(node, exp.Round):
+    if isinstance(node, exp.Round) and halves_even:
         return exp.func("ROUND_EVEN", double, exp.Literal.number(0))  # rint()
     return exp.func(_NAMES[type(node)], double)
 
