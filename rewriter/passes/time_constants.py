@@ -196,7 +196,8 @@ def _epoch(node: exp.Expr) -> dt.datetime:
         return dt.datetime(2000, 1, 1) + dt.timedelta(microseconds=micros)
     except OverflowError:
         raise Rejected(
-            f"to_timestamp({written.strip()}) is outside the years 1 to 9999, which dpproxy "
+            f"to_timestamp({'-' if negative else ''}{written.strip()}) is outside the years "
+            "1 to 9999, which dpproxy "
             "compares",
             hint=_HINT,
         ) from None

@@ -257,6 +257,11 @@ def _refusal(sql: str, zone: str = "UTC") -> Rejected:
         ("SELECT COUNT(*) FROM t WHERE tz > to_timestamp(pid)", "0A000", "number of seconds"),
         ("SELECT COUNT(*) FROM t WHERE tz > to_timestamp('NaN')", "0A000", "number of seconds"),
         ("SELECT COUNT(*) FROM t WHERE tz > to_timestamp(1e20)", "22008", "out of range"),
+        (  # the sign as written (found by helper-138)
+            "SELECT COUNT(*) FROM t WHERE tz > to_timestamp(-210866803200)",
+            "0A000",
+            "to_timestamp(-210866803200) is outside the years 1 to 9999",
+        ),
         ("SELECT COUNT(*) FROM t WHERE tz > TIMESTAMPTZ 'now'", "0A000", "'now'"),
         ("SELECT COUNT(*) FROM t WHERE tz > TIMESTAMPTZ 'infinity'", "0A000", "'infinity'"),
         ("SELECT COUNT(*) FROM t WHERE tz > CAST(d AS TIMESTAMPTZ)", "0A000", "written as a"),
