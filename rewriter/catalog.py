@@ -56,6 +56,12 @@ class ColumnInfo:
     #: The session's TimeZone that a plan reads this zoned column in (``Catalog.in_zone``);
     #: None outside a plan, and for every other column.
     zone: str | None = None
+    #: Why dpproxy does not read this column (a DuckDB TIMESTAMP_NS), for a query that
+    #: names it, refused before it is charged (``Scope.lookup``); None for the others.
+    unread: str | None = None
+    #: The engine's name of an OTHER column's type ("uuid", "json"), lower case: two such
+    #: columns compare only when of one type (``value_types.other_values``); None if unknown.
+    other_type: str | None = None
 
     @property
     def whole_bounds(self) -> tuple[int, int] | None:
@@ -192,15 +198,24 @@ def _table_in_zone(table: TableInfo, zone: str) -> TableInfo:
 class ColumnTypes(dict[str, dict[str, ColumnType]]):
     """table -> column -> ColumnType, as a backend's schema gives them, with the timestamp
     columns that hold a time zone (``zoned``: table -> columns), which ``build_catalog``
-    marks (``ColumnInfo.zoned``) when it is not told them otherwise."""
+    marks (``ColumnInfo.zoned``) when it is not told them otherwise, and the columns it
+    does not read (``unread``: table -> column -> why, ``ColumnInfo.unread``), and the
+    type names of its OTHER columns (``other_types``, ``ColumnInfo.other_type``)."""
 
     def __init__(
         self,
         columns: Mapping[str, Mapping[str, ColumnType]],
         zoned: Mapping[str, frozenset[str]] | None = None,
+        unread: Mapping[str, Mapping[str, str]] | None = None,
+        other_types: Mapping[str, Mapping[str, str]] | None = None,
     ) -> None:
         super().__init__({table: dict(found) for table, found in columns.items()})
         self.zoned: dict[str, frozenset[str]] = dict(zoned or {})
+        self.unread: dict[str, dict[str, str]] = {t: dict(c) for t, c in (unread or {}).items()}
+        #: table -> OTHER column -> its type's name (``ColumnInfo.other_type``).
+        self.other_types: dict[str, dict[str, str]] = {
+            t: dict(c) for t, c in (other_types or {}).items()
+        }
 
 
 def build_catalog(
@@ -235,6 +250,16 @@ def build_catalog(
         zoned = schema_columns.zoned
     with_zone = {
         table.lower(): {c.lower() for c in found} for table, found in (zoned or {}).items()
+    }
+    unread = schema_columns.unread if isinstance(schema_columns, ColumnTypes) else {}
+    not_read = {
+        table.lower(): {c.lower(): why for c, why in found.items()}
+        for table, found in unread.items()
+    }
+    others = schema_columns.other_types if isinstance(schema_columns, ColumnTypes) else {}
+    other_types = {
+        table.lower(): {c.lower(): name for c, name in found.items()}
+        for table, found in others.items()
     }
     keyed = _unique_columns(unique or {}, by_key)
     too_large = {table.lower(): limit for table, limit in (oversized or {}).items()}
@@ -285,6 +310,8 @@ def build_catalog(
                 declared.get(name) if ty in (ColumnType.INTEGER, ColumnType.DECIMAL) else None,
                 finite_decimals and ty is ColumnType.DECIMAL and name in declared,
                 zoned=ty is ColumnType.TIMESTAMP and name in instants,
+                unread=not_read.get(key, {}).get(name),
+                other_type=other_types.get(key, {}).get(name) if ty is ColumnType.OTHER else None,
             )
             for name, ty in columns.items()
         }

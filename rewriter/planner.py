@@ -170,7 +170,7 @@ def _planned(statement: exp.Expr, catalog: Catalog, request: PlanRequest, *, clo
     where = None
     if shape.where is not None:
         subqueries = WhereSubqueries(catalog, expand_subqueries, enclosing=joins.several)
-        where = check_predicate(shape.where, shape.scope, subqueries=subqueries)
+        where = check_predicate(shape.where, shape.scope, subqueries=subqueries, condition=True)
     keys = group_keys(shape, data_keys=request.delta > 0 or shape.keys_only)
     check_distinct_delta(shape, keys, request.delta)
     cells = where_cells(where, keys, shape.scope)

@@ -86,6 +86,19 @@ class Scope:
         return resolved
 
     def lookup(self, column: exp.Column, where: str) -> tuple[Source, ColumnInfo]:
+        source, info = self._lookup(column, where)
+        if info.unread is not None:
+            # A DuckDB TIMESTAMP_NS: the engine would fail on the query, after the charge.
+            raise Rejected(
+                f'column "{info.name}" in {where}: {info.unread}',
+                sqlstate="0A000",
+                hint=f"ask an admin to serve a view that casts it to TIMESTAMP (CREATE VIEW "
+                f'… AS SELECT * REPLACE (CAST("{info.name}" AS TIMESTAMP) AS "{info.name}") '
+                f"FROM {source.table.name}) in place of the table",
+            )
+        return source, info
+
+    def _lookup(self, column: exp.Column, where: str) -> tuple[Source, ColumnInfo]:
         if column.args.get("catalog") is not None:
             raise Rejected(
                 f"database-qualified column references are not supported in {where}",

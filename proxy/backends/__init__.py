@@ -141,7 +141,6 @@ _TYPE_PREFIXES: tuple[tuple[str, ColumnType], ...] = (
     ("text", ColumnType.TEXT),
     ("character", ColumnType.TEXT),
     ("char", ColumnType.TEXT),
-    ("date", ColumnType.DATE),
     ("timestamp", ColumnType.TIMESTAMP),
     ("boolean", ColumnType.BOOLEAN),
     ("bool", ColumnType.BOOLEAN),
@@ -155,6 +154,8 @@ def column_type(declared: str) -> ColumnType:
         return ColumnType.OTHER  # a list or array (INTEGER[], VARCHAR[3])
     if lowered in _INT_ALIASES:
         return ColumnType.INTEGER
+    if lowered == "date":  # as a prefix it took PostgreSQL's daterange, datemultirange
+        return ColumnType.DATE
     for prefix, kind in _TYPE_PREFIXES:
         if lowered.startswith(prefix):
             return kind
@@ -163,6 +164,17 @@ def column_type(declared: str) -> ColumnType:
 
 #: Short integer names, matched whole: "int" as a prefix took INTERVAL and int4range.
 _INT_ALIASES = frozenset({"int", "int2", "int4", "int8"})
+#: Types of a kind dpproxy reads (by their names' prefixes, for their bounds) that it
+#: does not read (information_schema's data_type, lower case), and why: queries that name
+#: such a column are refused before they are charged (rewriter.catalog.ColumnInfo.unread).
+UNREAD_TYPES = {
+    # pandas' and Arrow's datetime64[ns]. DuckDB compares a TIMESTAMP with one as a
+    # TIMESTAMP_NS, and dpproxy's own bounds (years 1 to 9999) and any literal outside the
+    # years 1677 to 2262 do not convert: every query failed, after the charge.
+    "timestamp_ns": "a TIMESTAMP_NS (nanoseconds) column, which dpproxy does not read: "
+    "DuckDB converts every timestamp compared with it to nanoseconds, which fails outside "
+    "the years 1677 to 2262",
+}
 
 
 SCHEMA_QUERY = (
@@ -209,7 +221,8 @@ def find_declared(schema: Schema, table: str, column: str) -> tuple[str, str, De
 def column_types(schema: Schema) -> ColumnTypes:
     """table -> column -> the rewriter's coarse ColumnType, with the timestamp columns
     that hold a time zone (``ColumnTypes.zoned``): a query reads their dates and times in
-    the session's TimeZone (rewriter.zones)."""
+    the session's TimeZone (rewriter.zones); the columns dpproxy does not read
+    (``unread``), and the type names of the others it reads as OTHER (``other_types``)."""
     types = {
         table: {name: column_type(declared.name) for name, declared in columns.items()}
         for table, columns in schema.items()
@@ -218,7 +231,28 @@ def column_types(schema: Schema) -> ColumnTypes:
         table: frozenset(name for name, declared in columns.items() if with_time_zone(declared))
         for table, columns in schema.items()
     }
-    return ColumnTypes(types, {table: names for table, names in zoned.items() if names})
+    unread = {
+        table: {
+            name: UNREAD_TYPES[declared.name.strip().lower()]
+            for name, declared in columns.items()
+            if declared.name.strip().lower() in UNREAD_TYPES
+        }
+        for table, columns in schema.items()
+    }
+    others = {
+        table: {
+            name: declared.name.strip().lower()
+            for name, declared in columns.items()
+            if types[table][name] is ColumnType.OTHER
+        }
+        for table, columns in schema.items()
+    }
+    return ColumnTypes(
+        types,
+        {table: names for table, names in zoned.items() if names},
+        {table: names for table, names in unread.items() if names},
+        {table: names for table, names in others.items() if names},
+    )
 
 
 #: How the engines name a timestamp with time zone (information_schema's data_type).

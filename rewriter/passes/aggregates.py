@@ -275,7 +275,10 @@ def _aggregate(node: exp.Expr, shape: QueryShape, index: int) -> AggregateSpec:
     if isinstance(node, exp.Filter):
         where = node.expression
         condition = check_predicate(
-            where.this if isinstance(where, exp.Where) else where, shape.scope, "FILTER"
+            where.this if isinstance(where, exp.Where) else where,
+            shape.scope,
+            "FILTER",
+            condition=True,
         )
         node = node.this
     name = f"a{index}"

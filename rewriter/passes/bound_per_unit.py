@@ -499,7 +499,11 @@ def clean(expression: exp.Expr, scope: Scope) -> exp.Expr:
 
     def replace(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Cast) and node.to.this in _NARROW_INTEGERS:
-            return exp.cast(node.this.copy(), exp.DataType.Type.BIGINT)
+            # Cleaned inside too: transform does not descend into a node it replaced, so
+            # the columns under the cast were left raw (SUM(hugeint_col::int) failed to
+            # cast a HUGEINT's largest values, SUM(EXTRACT(year FROM d)::int) on
+            # PostgreSQL an infinite date's year: one person's value, after the charge).
+            return exp.cast(node.this.transform(replace), exp.DataType.Type.BIGINT)
         if not isinstance(node, exp.Column):
             _widen_integer_literals(node)
             return node

@@ -107,7 +107,7 @@ class JoinBounds:
 def check_joins(shape: QueryShape) -> JoinBounds:
     scope = shape.scope
     resolved = tuple(
-        ResolvedJoin(j.source, j.kind, check_predicate(j.on, scope, "JOIN … ON"))
+        ResolvedJoin(j.source, j.kind, check_predicate(j.on, scope, "JOIN … ON", condition=True))
         for j in shape.joins
     )
     protected = scope.protected

@@ -18,7 +18,13 @@ from sqlglot import exp
 from rewriter.catalog import ColumnType
 from rewriter.errors import Rejected
 from rewriter.output_names import function_name
-from rewriter.passes.check_types import VALUE_CONTEXTS, check_types, is_boolean_count, value_kind
+from rewriter.passes.check_types import (
+    VALUE_CONTEXTS,
+    check_condition,
+    check_types,
+    is_boolean_count,
+    value_kind,
+)
 from rewriter.passes.row_functions import MAX_NODES, is_row_function, restored, row_functions
 from rewriter.passes.value_types.kinds import BOOLEAN, NULL, NUMBER
 from rewriter.scope import Scope
@@ -119,10 +125,14 @@ def check_predicate(
     scope: Scope,
     where: str = "WHERE",
     subqueries: SubqueryCheck | None = None,
+    *,
+    condition: bool = False,
 ) -> exp.Expr:
     """Return a copy of ``predicate`` with resolved columns, or raise Rejected.
 
     Subqueries are rejected unless ``subqueries`` checks them (see where_subqueries).
+    ``condition``: ``predicate`` is a condition (of WHERE, FILTER, JOIN … ON), which must
+    be a boolean (``value_types.conditions``).
     """
     nested = subqueries is not None
     for node in predicate.walk(prune=lambda n: isinstance(n, (exp.Subquery, exp.Exists))):
@@ -148,6 +158,8 @@ def check_predicate(
         resolved.replace(standin)
     try:
         check_types(holder.this, scope, where)
+        if condition:
+            check_condition(holder.this, scope, where)
         _check_bucketed(holder.this, scope, where)
     except Rejected as rejection:
         raise restored(rejection, holder.this) from None  # nullif … as the analyst wrote it

@@ -42,6 +42,7 @@ from sqlglot import exp
 from rewriter.errors import Rejected
 from rewriter.passes.value_types.casts import cast_kind
 from rewriter.passes.value_types.comparisons import common, compare
+from rewriter.passes.value_types.conditions import check_conditions, condition
 from rewriter.passes.value_types.constant_arguments import check_constant_arguments
 from rewriter.passes.value_types.kinds import (
     BOOLEAN,
@@ -90,6 +91,12 @@ def check_types(node: exp.Expr, scope: Scope, where: str) -> None:
     _kind(node, scope, where, TypeMemo(), raw=where not in VALUE_CONTEXTS)
 
 
+def check_condition(node: exp.Expr, scope: Scope, where: str) -> None:
+    """Raise Rejected if ``node`` (resolved, checked), the condition of a WHERE, FILTER or
+    JOIN … ON, is not a boolean (``value_types.conditions``)."""
+    condition(node, value_kind(node, scope, where), where)
+
+
 def value_kind(node: exp.Expr, scope: Scope, where: str) -> str:
     """The kind of value ``node`` (resolved, checked) has: NUMBER, TEXT, DATE, …"""
     return _kind(node, scope, where, TypeMemo(), raw=where not in VALUE_CONTEXTS)
@@ -122,7 +129,9 @@ def _find_kind(node: exp.Expr, scope: Scope, where: str, memo: TypeMemo, *, raw:
     if isinstance(node, (exp.Case, exp.If)):
         # Conditions see raw values; the branches are values (raw or not, as the CASE).
         for branch in node.args.get("ifs", []) if isinstance(node, exp.Case) else [node]:
-            _kind(branch.this, scope, where, memo, raw=True)
+            found_kind = _kind(branch.this, scope, where, memo, raw=True)
+            if isinstance(node, exp.If) or node.args.get("this") is None:  # not CASE x WHEN y
+                condition(branch.this, found_kind, where)
         values = chosen(node)
         kinds = [_kind(v, scope, where, memo, raw=raw) for v in values]
         return common(node, values, kinds, scope, where, memo=memo, raw=raw)
@@ -180,6 +189,7 @@ def _find_kind(node: exp.Expr, scope: Scope, where: str, memo: TypeMemo, *, raw:
         # round(department, 1) would fail on every row, after the query was charged.
         _numeric(node, where, [found[id(node.this)]])
     check_text_argument(node, found, where)
+    check_conditions(node, found, where)
     if isinstance(node, (exp.And, exp.Or, exp.Not, exp.Is, exp.Like, exp.ILike)):
         return BOOLEAN
     if isinstance(node, _TEXT_FUNCTIONS):

@@ -652,7 +652,8 @@ def _per_unit(
         subqueries = WhereSubqueries(
             catalog, expand_subqueries, prefix=f"{INNER_PREFIX}q", enclosing=bounds.several
         )
-        select = select.where(check_predicate(where.this, scope, subqueries=subqueries), copy=False)
+        checked = check_predicate(where.this, scope, subqueries=subqueries, condition=True)
+        select = select.where(checked, copy=False)
     select = select.group_by(unit_ref.copy(), copy=False)
     key = f"__{node.alias.lower()}"
     while key in catalog.tables:

@@ -259,13 +259,15 @@ class WhereSubqueries:
             resolved_joins = bounds.joins
         else:
             resolved_joins = tuple(
-                ResolvedJoin(j.source, j.kind, check_predicate(j.on, inner, "JOIN … ON"))
+                ResolvedJoin(
+                    j.source, j.kind, check_predicate(j.on, inner, "JOIN … ON", condition=True)
+                )
                 for j in joins
             )
             check_lookup_joins(inner, resolved_joins)
         condition = expanded.args.get("where")
         resolved_where = (
-            check_predicate(condition.this, inner, where, subqueries=self)
+            check_predicate(condition.this, inner, where, subqueries=self, condition=True)
             if isinstance(condition, exp.Where)
             else None
         )

@@ -31,7 +31,9 @@ from rewriter.passes.value_types.kinds import (
 )
 from rewriter.passes.value_types.literal_input import NumberType, common_type, number_type
 from rewriter.passes.value_types.literals import date_literal, number_in_range, typed_literal
+from rewriter.passes.value_types.number_range import numbers_in_range
 from rewriter.passes.value_types.number_types import refuse_mismatch, respell
+from rewriter.passes.value_types.other_values import refuse_other_pairs
 from rewriter.passes.value_types.zoned import compare_zoned, refuse_order
 from rewriter.scope import Scope
 
@@ -55,6 +57,7 @@ def compare(
     if ZONED in kinds:
         compare_zoned(node, operands, each, where)
         return
+    refuse_other_pairs(node, operands, each, scope, where, compared=True)  # iv = json_col
     if LITERAL_TEXT in kinds and len(kinds - {LITERAL_TEXT}) == 1:
         (other,) = kinds - {LITERAL_TEXT}
         if other == TEXT:
@@ -123,6 +126,8 @@ def common(
     """The kind of a choice among ``values``, whose kinds (``each``) the caller found
     (finding them again here would take time exponential in the nesting of CASEs)."""
     kinds = set(each) - {NULL}
+    if ZONED not in kinds:  # COALESCE(iv, json_col): converted row by row too
+        refuse_other_pairs(node, values, each, scope, where, compared=False)
     if len(kinds - {LITERAL_TEXT}) > 1 or (LITERAL_TEXT in kinds and kinds - {LITERAL_TEXT, TEXT}):
         raise Rejected(
             f"{node.sql(dialect='postgres')} in {where} mixes values of different types",
@@ -191,6 +196,9 @@ def numbers_meet(
     DECIMAL(15,2)) keep their spelling: DuckDB compares them exactly and can push the
     comparison into the scan. ``cleaned``: the columns are values inside an aggregate,
     cleaned (DOUBLE for FLOAT and DECIMAL)."""
+    # Computed constants beyond DOUBLE's (or, in PostgreSQL's IN lists and choices, a real
+    # column's) range fail on PostgreSQL whatever the data, after the charge.
+    numbers_in_range(node, operands, scope, memo, where, cleaned=cleaned)
     if exact and one_decimal(operands, scope):
         return
     decimal_column = any(memo.has_decimal(o, scope) for o in operands)

@@ -31,6 +31,17 @@ def check_text_argument(node: exp.Expr, found: dict[int, str], where: str) -> No
             "database could fail on it after the query was charged",
             hint="apply LIKE to a text or varchar column",
         )
+    if isinstance(node, (*_ON_TEXT, exp.DPipe)) and OTHER in _text_kinds(node, found):
+        # lower(uuid_col), length(time_col), list_col || 'a': DuckDB has no such function
+        # of a TIME, UUID, BLOB, LIST… and fails on every row, after the charge.
+        shown = f"{function_name(node)}()" if isinstance(node, exp.Func) else "||"
+        raise Rejected(
+            f"{node.sql(dialect='postgres')} in {where}: {shown} needs a "
+            "text value, not a value of a type dpproxy does not read as text (a time, uuid, "
+            "bytea, interval, array, struct…); the database could fail on every row, after "
+            "the query was charged",
+            hint="apply it to a text or varchar column",
+        )
     if isinstance(node, _ON_TEXT) and found.get(id(node.this)) in _NOT_TEXT:
         # lower(stay > 1), (cost > 1) LIKE 'a%' fail on every row, after the charge.
         name = "LIKE" if isinstance(node, (exp.Like, exp.ILike)) else f"{function_name(node)}()"
@@ -41,3 +52,10 @@ def check_text_argument(node: exp.Expr, found: dict[int, str], where: str) -> No
             hint="apply it to a text column, or cast the value to text first, e.g. "
             "CAST(stay AS TEXT) LIKE '1%'",
         )
+
+
+def _text_kinds(node: exp.Expr, found: dict[int, str]) -> set[str | None]:
+    """The kinds of the texts ``node`` reads: both sides of ||, else its first argument."""
+    if isinstance(node, exp.DPipe):
+        return {found.get(id(node.this)), found.get(id(node.expression))}
+    return {found.get(id(node.this))}
