@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from rewriter.passes.to_char_keys import moment_field
 from rewriter.passes.value_types.constant_arguments import constant_integer
 
 #: The longest bucket accepted, in seconds (about 31,700 years).
@@ -69,10 +70,7 @@ def whole_seconds(moment: exp.Expr, *, has_time: bool) -> exp.Expr:
     total: exp.Expr = exp.Mul(this=days, expression=exp.Literal.number(86400))
     if has_time:
         for field, scale in (("HOUR", 3600), ("MINUTE", 60), ("SECOND", 1)):
-            value: exp.Expr = exp.Extract(this=exp.var(field), expression=moment.copy())
-            if field == "SECOND":  # PostgreSQL's has the fraction: 9.5
-                value = exp.Floor(this=value)
-            part: exp.Expr = exp.cast(value, _BIGINT)
+            part = moment_field(moment, field)
             if scale != 1:
                 part = exp.Mul(this=part, expression=exp.Literal.number(scale))
             total = exp.Add(this=total, expression=part)

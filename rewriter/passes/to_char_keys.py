@@ -89,6 +89,23 @@ def to_char_key(moment: exp.Expr, text: str, *, has_time: bool, key: str) -> exp
     return result
 
 
+def moment_field(moment: exp.Expr, name: str) -> exp.Expr:
+    """EXTRACT(name FROM moment) of a date or timestamp within the years 1 to 9999, as a
+    BIGINT alike on both engines (the whole seconds of SECOND)."""
+    moment = moment.copy()
+    if name in _ISO_FIELDS:
+        # DuckDB computes a date's ISO year and week on the column's smallest and largest
+        # values when it plans (its statistics), whatever the CASE that guards them: it
+        # fails on its earliest dates (-5877641-06-25), so one person's date would make the
+        # query fail. Of a timestamp it does not fail; within the years 1 to 9999 the cast
+        # never does, and the fields are the same.
+        moment = exp.cast(moment, exp.DataType.Type.TIMESTAMP)
+    extracted: exp.Expr = exp.Extract(this=exp.var(name), expression=moment)
+    if name == "SECOND":  # PostgreSQL's has the fraction: 9.5
+        extracted = exp.Floor(this=extracted)
+    return exp.cast(extracted, exp.DataType.Type.BIGINT)
+
+
 class _Fields:
     def __init__(self, moment: exp.Expr, has_time: bool, key: str) -> None:
         self.moment = moment
@@ -96,18 +113,7 @@ class _Fields:
         self.key = key
 
     def field(self, name: str) -> exp.Expr:
-        moment = self.moment.copy()
-        if name in _ISO_FIELDS:
-            # DuckDB computes a date's ISO year and week on the column's smallest and largest
-            # values when it plans (its statistics), whatever the CASE that guards them: it
-            # fails on its earliest dates (-5877641-06-25), so one person's date would make
-            # the query fail. Of a timestamp it does not fail; within the years 1 to 9999
-            # the cast never does, and the fields are the same.
-            moment = exp.cast(moment, exp.DataType.Type.TIMESTAMP)
-        extracted: exp.Expr = exp.Extract(this=exp.var(name), expression=moment)
-        if name == "SECOND":  # PostgreSQL's has the fraction: 9.5
-            extracted = exp.Floor(this=extracted)
-        return exp.cast(extracted, exp.DataType.Type.BIGINT)
+        return moment_field(self.moment, name)
 
     def keyword(self, keyword: Keyword) -> exp.Expr:
         name = keyword.name.upper()

@@ -23,7 +23,6 @@ import pytest
 import sqlglot
 
 from rewriter import (
-    Catalog,
     ColumnPolicy,
     ColumnType,
     Plan,
@@ -35,31 +34,8 @@ from rewriter import (
 )
 from rewriter.intervals import Interval
 from tests.rewriter.coupling import in_key_order
+from tests.rewriter.driver_sql import CREATE, INSERT, catalog
 from tests.rewriter.noise import ZeroNoise
-
-COLUMNS = {
-    "patient_id": ColumnType.INTEGER,
-    "name": ColumnType.TEXT,
-    "code": ColumnType.TEXT,
-    "stay": ColumnType.INTEGER,
-    "cost": ColumnType.FLOAT,
-    "flag": ColumnType.BOOLEAN,
-    "day": ColumnType.DATE,
-}
-POLICY = TablePolicy(
-    privacy_unit="patient_id",
-    max_rows_per_unit=1,
-    max_groups_per_unit=1,
-    columns={
-        "stay": ColumnPolicy(lower=-20, upper=30),
-        "cost": ColumnPolicy(lower=-100, upper=100),
-        "code": ColumnPolicy(domain=["A", "B", "Ü"]),
-    },
-)
-CREATE = (
-    "CREATE TABLE {schema}.notes (patient_id BIGINT, name VARCHAR, code VARCHAR, "
-    "stay INTEGER, cost DOUBLE PRECISION, flag BOOLEAN, day DATE)"
-)
 
 
 @dataclass(frozen=True)
@@ -88,11 +64,6 @@ ROWS = [
     for i, n in enumerate(BASE)
     for j in range(COPIES)
 ]
-INSERT = "INSERT INTO {schema}.notes VALUES ({marks})"
-
-
-def catalog(schema: str) -> Catalog:
-    return build_catalog({"notes": COLUMNS}, {"notes": POLICY}, schema=schema)
 
 
 @pytest.fixture(scope="module")

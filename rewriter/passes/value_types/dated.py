@@ -31,7 +31,7 @@ _NEXT_DAY: dict[type[exp.Expr], bool | None] = {
     exp.NEQ: None,
 }
 #: The operator seen from the other side (``ts < d`` is ``d > ts``).
-_MIRRORED: dict[type[exp.Expr], type[exp.Expr]] = {
+MIRRORED: dict[type[exp.Expr], type[exp.Expr]] = {
     exp.GTE: exp.LTE,
     exp.LTE: exp.GTE,
     exp.GT: exp.LT,
@@ -52,7 +52,7 @@ def dated(node: exp.Expr, operands: list[exp.Expr], each: list[str]) -> bool:
         if each == [DATE, TIME]:
             plan = [(1, type(node))]
         elif each == [TIME, DATE]:
-            plan = [(0, _MIRRORED[type(node)])]
+            plan = [(0, MIRRORED[type(node)])]
         else:
             return False
     else:

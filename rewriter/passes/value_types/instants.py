@@ -38,21 +38,17 @@ from sqlglot import exp
 from rewriter.datetime_input import date_text, local_instant, timestamp_text, within_years
 from rewriter.errors import Rejected
 from rewriter.passes.time_constants import INSTANT_ZONE
+from rewriter.passes.value_types.dated import MIRRORED
 from rewriter.passes.value_types.kinds import DATE, NULL, TIME, ZONED
 
 _MICRO = dt.timedelta(microseconds=1)
 _WINDOW = dt.timedelta(days=3)
 _STEP = dt.timedelta(minutes=30)
-#: The operator seen from the other side (``I < d`` is ``d > I``).
+#: The operator seen from the other side (``I < d`` is ``d > I``: ``dated``'s), and for
+#: IS [NOT] DISTINCT FROM the values equal to the instant, under the node's operator (NULL
+#: is distinct from it, as from the date or time that replaces it).
 _MIRRORED: dict[type[exp.Expr], type[exp.Expr]] = {
-    exp.GTE: exp.LTE,
-    exp.LTE: exp.GTE,
-    exp.GT: exp.LT,
-    exp.LT: exp.GT,
-    exp.EQ: exp.EQ,
-    exp.NEQ: exp.NEQ,
-    # IS [NOT] DISTINCT FROM: the values equal to the instant, under the node's operator
-    # (NULL is distinct from it, as from the date or time that replaces it).
+    **MIRRORED,
     exp.NullSafeEQ: exp.EQ,
     exp.NullSafeNEQ: exp.EQ,
 }
