@@ -35,7 +35,9 @@ array's element type:
   the elements when all are of one type, ``integer``, ``bigint`` or ``numeric`` for
   numbers (the widest, an integer in a ``numeric`` array written ``1.0``, the same
   number); other mixtures are refused. An empty ``ARRAY[]`` needs a cast, as in
-  PostgreSQL.
+  PostgreSQL. A typed array cast to another array type (``= ANY(%s::int[])``, of the
+  ``'{1,2}'::int2[]`` psycopg 3 binds for small integers) is cast element by element:
+  ``CAST(CAST('1' AS SMALLINT) AS INT)``, a constant evaluated before the query runs.
 
 An empty array still checks the operator for ``x``'s type, as PostgreSQL does (``x =
 ANY('{}'::int[])`` of a text ``x`` is an error): it is written ``(x op e) AND FALSE``
@@ -185,6 +187,8 @@ def _elements(array: exp.Expr, written: str) -> tuple[exp.DataType | None, list[
             raise _not_an_array()
         target = _array_type(array.to, written)
         inner = array.this.unnest()
+        if isinstance(inner, exp.Cast) and inner.to.is_type(Type.ARRAY):
+            return _recast(_elements(inner, written), target)
     if isinstance(inner, exp.Null):
         return target, None
     if isinstance(inner, exp.Boolean) or number_constant(inner) is not None:
@@ -209,6 +213,31 @@ def _elements(array: exp.Expr, written: str) -> tuple[exp.DataType | None, list[
         "(ARRAY['A', 'B'] or '{A,B}')",
         hint=_HINT,
     )
+
+
+def _recast(
+    inner: tuple[exp.DataType | None, list[exp.Expr] | None], target: exp.DataType
+) -> tuple[exp.DataType, list[exp.Expr] | None]:
+    """A typed array cast to ``target[]`` (``$1::int[]`` of the ``'{1,2}'::int2[]`` that
+    psycopg 3 binds for a list of small integers): PostgreSQL casts it element by
+    element, each element first read as the inner array's type."""
+    element_type, elements = inner
+    if elements is None:
+        return target, None
+    if element_type is not None and _same_type(element_type, target):
+        return target, elements
+    return target, [_cast(_text_read(e), target) for e in elements]
+
+
+def _text_read(element: exp.Expr) -> exp.Expr:
+    """A quoted constant cast to text (``'2024-01-02'::text``) as the quoted constant: cast
+    from text to a type, PostgreSQL reads it with the type's input function, as it reads
+    the constant alone (checked as such: ``literal_input``, ``moment_literal``)."""
+    if not isinstance(element, exp.Cast):
+        return element
+    operand: exp.Expr = element.this
+    plain = element.to.this in (Type.TEXT, Type.VARCHAR) and not element.to.expressions
+    return operand if plain and is_text(operand) else element
 
 
 def _not_an_array() -> Rejected:

@@ -22,6 +22,9 @@ DIRECTORY_PREFIX = "list-parameters-"
 ROWS_PER_PATIENT = 30  # the demo's max_rows_per_unit for visits
 LISTS: list[tuple[str, str, list[object]]] = [
     ("length_of_stay = ANY(%s)", "length_of_stay IN (1, 2)", [1, 2]),
+    # psycopg binds small integers as int2[]: the query's cast reads them as integers.
+    ("length_of_stay = ANY(%s::int[])", "length_of_stay IN (1, 2)", [1, 2]),
+    ("length_of_stay = ANY(%s::bigint[])", "length_of_stay IN (3)", [3]),
     ("length_of_stay <> ALL(%s)", "length_of_stay NOT IN (0, 1, 200000)", [0, 1, 200000]),
     (
         "department = ANY(%s)",

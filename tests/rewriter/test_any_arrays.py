@@ -68,6 +68,15 @@ PREDICATES = [
     "name NOT ILIKE ALL(ARRAY['a%', 'j%'])",
     "flag = ANY(ARRAY[TRUE])",
     "day = ANY('{2024-01-02}'::date[])",
+    # An array cast to another array type (psycopg 3 binds a list of small integers as
+    # '{…}'::int2[], and the query casts it: = ANY(%s::int[])): element by element.
+    "stay = ANY('{1,2,3}'::smallint[]::int[])",
+    "stay <> ALL(CAST(CAST('{1,NULL}' AS smallint[]) AS bigint[]))",
+    "cost = ANY('{2.5,0}'::numeric[]::float8[])",
+    "code = ANY('{A,B}'::varchar[]::text[])",
+    "day = ANY(ARRAY['2024-01-02']::text[]::date[])",
+    "stay = ANY(ARRAY[]::int[]::bigint[])",
+    "stay = ANY(NULL::smallint[]::int[])",
     "(code = ANY('{A}')) = ANY(ARRAY[TRUE, NULL])",
     # A NULL array: NULL whatever x (no row in WHERE; NULL as a condition key).
     "stay = ANY(NULL)",

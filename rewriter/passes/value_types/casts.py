@@ -48,6 +48,8 @@ _SAFE_CAST_TARGETS = {
     exp.DataType.Type.BOOLEAN: {BOOLEAN, NULL},
 }
 
+_LITERALS = (exp.Literal, exp.Null, exp.Boolean)
+
 #: In raw contexts, casts to these types only of columns of these types (see ``cast_kind``).
 _RAW_NARROWED = {
     exp.DataType.Type.DOUBLE: {ColumnType.INTEGER, ColumnType.FLOAT},
@@ -60,7 +62,12 @@ def cast_kind(node: exp.Cast, source: str, scope: Scope, where: str, *, raw: boo
     """The kind of a cast of a value of kind ``source``; Rejected if some value of that
     kind might not fit the target type."""
     target = node.to.this
-    literal = isinstance(node.this, (exp.Literal, exp.Null, exp.Boolean))
+    literal = isinstance(node.this, _LITERALS)
+    # A cast of a cast of a literal ('1'::int2::int, an element of an array parameter
+    # cast by the query) is a constant too: evaluated before the query runs.
+    constant = literal or (
+        isinstance(node.this, exp.Cast) and isinstance(node.this.this, _LITERALS)
+    )
     safe = _SAFE_CAST_TARGETS.get(target, set())
     if raw and target in _RAW_NARROWED:
         # Raw values keep their physical type: a HUGEINT does not fit a BIGINT, a DOUBLE
@@ -81,7 +88,7 @@ def cast_kind(node: exp.Cast, source: str, scope: Scope, where: str, *, raw: boo
             "dpproxy does not compute",
             hint="cast its local time: CAST(CAST(ts AS TIMESTAMP) AS TEXT)",
         )
-    if not literal and source not in safe and not number_cast_fits(node, source, scope, raw=raw):
+    if not constant and source not in safe and not number_cast_fits(node, source, scope, raw=raw):
         raise Rejected(
             f"{node.sql(dialect='postgres')} in {where} could fail on some values, and the "
             "error would reveal them",
