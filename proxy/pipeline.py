@@ -544,7 +544,8 @@ def charge_for(query_plan: Plan, epsilon: Epsilon, delta: Decimal = Decimal(0)) 
         raise QueryError(INTERNAL_ERROR, "internal error: the plan exceeds its privacy cost")
     if query_plan.selection is not None:
         spent = query_plan.privacy_loss_delta()
-        if not (math.isfinite(spent) and 0 < spent <= float(delta)):
+        # 0 where the selection's δ is below the smallest double (ε of hundreds).
+        if not (math.isfinite(spent) and 0 <= spent <= float(delta)):
             raise QueryError(INTERNAL_ERROR, "internal error: the plan exceeds its δ")
         cost = cost.with_delta(delta)
     return cost
