@@ -109,9 +109,19 @@ def _figured(node: exp.Expr) -> tuple[str, int]:
         if isinstance(inner, exp.Select) and len(inner.expressions) == 1:
             return output_name(inner.expressions[0]), 2
         return _UNNAMED, 0
+    if operator_form(node):  # COUNT(*) ^ 2, |/ x, a AND b: no name (a call was recorded)
+        return _UNNAMED, 0
     if isinstance(node, exp.Func):
         return function_name(node), 2
     return _UNNAMED, 0
+
+
+def operator_form(node: exp.Expr) -> bool:
+    """Whether ``node`` is of a kind sqlglot reads from an operator as well as from a call
+    (``x ^ 2`` and ``power(x, 2)``, ``|/ x`` and ``sqrt(x)``, ``a AND b``): it is named
+    only if the call's name was recorded (``rewriter.parse``, which records it for these
+    even where it is the function's own name)."""
+    return isinstance(node, (exp.Binary, exp.Sqrt, exp.Cbrt))
 
 
 def _written(node: exp.Expr) -> str | None:

@@ -10,7 +10,7 @@ from sqlglot import Token, TokenType, exp
 from sqlglot.errors import ParseError, TokenError
 
 from rewriter.errors import Rejected
-from rewriter.output_names import CALL_NAME, function_name
+from rewriter.output_names import CALL_NAME, function_name, operator_form
 
 MAX_SQL_LENGTH = 100_000
 
@@ -256,7 +256,9 @@ def _record_name(sql: str, node: exp.Expr, meta: dict[str, object]) -> None:
     name = text[1:-1].replace('""', '"') if quoted else text.lower()
     # Kept only where it is not the name the node would be given anyway (sum, count, avg):
     # a node's meta is deep-copied with it, and the rewriter copies trees often.
-    if not (isinstance(node, exp.Func) and function_name(node) == name):
+    # Recorded always for a kind also read from an operator (power( and ^): it tells them
+    # apart (output_names.operator_form).
+    if operator_form(node) or not (isinstance(node, exp.Func) and function_name(node) == name):
         meta[CALL_NAME] = name
 
 

@@ -36,6 +36,9 @@ SELECTS = [
     "COUNT(*) + 1, -COUNT(*), 100.0 * COUNT(*) / SUM(COUNT(*)) OVER (), COUNT(*) > 1",
     "rank() OVER (ORDER BY COUNT(*)), SUM(COUNT(*)) OVER () AS all_visits",
     "upper(department), lower(department), length(department), COUNT(*)",
+    # Operators sqlglot reads as it reads a call (^ and power, |/ and sqrt, AND): unnamed.
+    "COUNT(*) ^ 2, |/ COUNT(*), ||/ COUNT(*), cbrt(COUNT(*)), POWER(COUNT(*), 2)",
+    "COUNT(*) > 1 AND COUNT(*) < 1e6, COUNT(*) > 1 OR SUM(stay) > 2, NOT COUNT(*) > 1",
 ]
 GROUPED = [
     ("substr(department, 1, 1)", "substr(department, 1, 1), COUNT(*)"),
@@ -48,6 +51,8 @@ GROUPED = [
     ("floor(cost / 10) * 10", "floor(cost / 10) * 10 AS bin, COUNT(*)"),
     ("width_bucket(stay, 0, 10, 5)", "width_bucket(stay, 0, 10, 5), COUNT(*)"),
     ("concat(department, 'x')", "concat(department, 'x'), COUNT(*)"),
+    ("stay > 2 OR cost > 1", "stay > 2 OR cost > 1, COUNT(*)"),
+    ("stay > 2 AND cost > 1", "stay > 2 AND cost > 1, COUNT(*)"),
 ]
 
 
