@@ -68,12 +68,15 @@ class GroupKey:
 def group_keys(shape: QueryShape, *, data_keys: bool = False) -> tuple[GroupKey, ...]:
     """The GROUP BY keys. ``data_keys``: whether keys without a public domain are allowed
     (the query may spend δ > 0 on partition selection)."""
-    keys = [
+    found = [
         _zoned(_key(f"k{index}", _dereference(item, shape), shape.scope, data_keys))
         for index, item in enumerate(shape.group)
     ]
-    if len({k.written.sql() for k in keys}) != len(keys):
-        raise Rejected("GROUP BY lists the same key twice")
+    # A key listed twice (GROUP BY sex, sex; GROUP BY 1, sex) groups as once, as in
+    # PostgreSQL: the first is kept.
+    unique = {k.written.sql(): k for k in reversed(found)}
+    kept = [k for k in found if unique[k.written.sql()] is k]
+    keys = [dataclasses.replace(k, name=f"k{index}") for index, k in enumerate(kept)]
     cells = math.prod(len(k.domain) for k in keys if k.domain is not None)
     if cells > MAX_CELLS:
         raise Rejected(
