@@ -48,6 +48,13 @@ EXPORT_HINT = (
     "COPY (SELECT … aggregates …) TO STDOUT exports an answer; psql: "
     "\\copy (SELECT … aggregates …) TO 'answer.csv' CSV HEADER"
 )
+#: The way out of a binary COPY, which clients send on their own to read an answer.
+BINARY_COPY_HINT = (
+    "write CSV or text: COPY (query) TO STDOUT (FORMAT csv, HEADER); psql: "
+    "\\copy (query) TO 'file.csv' CSV HEADER. connectorx (polars' read_database_uri): "
+    'protocol="cursor" or "csv"; ADBC (polars\' engine="adbc"): connect with '
+    'db_kwargs={"adbc.postgresql.use_copy": "false"}'
+)
 READ_ONLY_MESSAGE = "dpproxy is read-only: it answers SELECT queries with aggregates only"
 
 _FIRST_WORD = re.compile(r"[A-Za-z_\x80-\U0010ffff][A-Za-z0-9_$\x80-\U0010ffff]*")
@@ -520,8 +527,7 @@ class _Options:
             raise QueryError(
                 FEATURE_NOT_SUPPORTED,
                 "dpproxy does not write COPY's binary format",
-                hint="write CSV or text: COPY (query) TO STDOUT (FORMAT csv, HEADER); psql: "
-                "\\copy (query) TO 'file.csv' CSV HEADER",
+                hint=BINARY_COPY_HINT,
             )
         encoding = self.encoding
         if encoding is not None and _encoding_key(encoding) not in _UTF8_ENCODINGS:

@@ -164,7 +164,7 @@ class Cursors:
             )
         sent: list[Row] | None = None if fetch.move else []
         try:
-            count = _run_fetch(cursor, fetch.direction, fetch.count, sent)
+            count = run_fetch(cursor, fetch.direction, fetch.count, sent)
         except QueryError:
             cursor.failed = True  # as PostgreSQL's MarkPortalFailed
             raise
@@ -223,7 +223,7 @@ class Cursors:
         return found
 
 
-def _run_fetch(cursor: Cursor, direction: Direction, count: int, sent: list[Row] | None) -> int:
+def run_fetch(cursor: Cursor, direction: Direction, count: int, sent: list[Row] | None) -> int:
     """PostgreSQL's DoPortalRunFetch: move ``cursor``, put the rows fetched in ``sent``
     (None: MOVE), and return the count of the command's tag."""
     if direction is Direction.FORWARD and count < 0:

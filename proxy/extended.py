@@ -19,6 +19,7 @@ reaches the client.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -26,7 +27,10 @@ from functools import cached_property
 
 from proxy import parameters
 from proxy.copy_out import copy_messages
+from proxy.cursor_statements import Close as CloseCursor
+from proxy.cursor_statements import Declare, Fetch, read_cursor_statement
 from proxy.parameter_type_rules import ColumnOids
+from proxy.portal_moves import move_portal
 from proxy.protocol import codec
 from proxy.protocol.messages import Bind, Close, Describe, Execute, Parse
 from proxy.protocol.values import (
@@ -39,6 +43,7 @@ from proxy.protocol.values import (
 )
 from proxy.seam import (
     ColumnDescription,
+    Notice,
     QueryError,
     Session,
     StatementResult,
@@ -57,6 +62,10 @@ from proxy.sqlstate import (
     PROTOCOL_VIOLATION,
 )
 from proxy.statements import Kind, StatementSyntaxError, recognize, strip_sql
+
+INVALID_CURSOR_STATE = "24000"
+#: The statements that may name a portal bound by the extended protocol.
+_PORTAL_KINDS = frozenset({Kind.FETCH, Kind.MOVE, Kind.CLOSE})
 
 logger = logging.getLogger(__name__)
 
@@ -206,7 +215,7 @@ class ExtendedQueries:
             # each parameter (proxy.parameter_stand_ins), which only tells its columns; it
             # is planned and checked again with the real values at Execute, before any
             # charge, and refused there (free) if those columns differ (_formats).
-            columns = await session.describe(parameters.describe_sql(statement.parsed))
+            columns = await self._describe(session, parameters.describe_sql(statement.parsed))
             # A statement's formats are not known until Bind: its RowDescription says text.
             formats = column_formats((), 0 if columns is None else len(columns))
             statement.told = Told(columns, formats, self.generation)
@@ -223,7 +232,7 @@ class ExtendedQueries:
             elif portal.started:
                 raise _cannot_run(msg.name)
             else:
-                columns = await session.describe(portal.sql)
+                columns = await self._describe(session, portal.sql)
                 formats = _sendable(columns, portal.result_formats)
                 portal.told = Told(columns, formats, self.generation)
             return _row_description(columns, formats)
@@ -232,27 +241,15 @@ class ExtendedQueries:
     async def execute(self, session: Session, msg: Execute) -> bytes:
         portal = self._portal(msg.portal)
         parts: list[bytes] = []
-        if portal.result is None:
-            if portal.started:  # it failed: never run a statement (and charge) twice
-                raise _cannot_run(msg.portal)
-            portal.started = True
-            # Everything that could refuse this Execute, before the statement is charged.
-            portal.formats = await self._formats(session, portal)
-            self.check_session_statement(portal.sql)
-            before = session.transactions_ended
-            portal.result = await session.execute(portal.sql)
-            self.after_session_statement(portal.sql)
-            if session.transactions_ended != before:
-                # COMMIT or ROLLBACK (AND CHAIN too): the transaction's other portals end
-                self.portals = {n: p for n, p in self.portals.items() if p is portal}
-            self._ended = session.transactions_ended
+        result = portal.result
+        if result is None:
+            result = await self._run(session, msg.portal, portal)
             parts.extend(
                 codec.notice_response(
                     n.message, severity=n.severity, code=n.code, detail=n.detail, hint=n.hint
                 )
-                for n in portal.result.notices
+                for n in result.notices
             )
-        result = portal.result
         if result.empty:
             return b"".join([*parts, codec.EMPTY_QUERY_RESPONSE])
         if portal.done and session.transaction_status is TransactionStatus.FAILED:
@@ -282,6 +279,103 @@ class ExtendedQueries:
         tag = _with_count(result.tag, len(rows)) if resumed else result.tag
         return b"".join([*parts, *map(encode, rows), codec.command_complete(tag)])
 
+    async def _run(self, session: Session, name: str, portal: Portal) -> StatementResult:
+        """Run ``portal`` (named ``name``), which has not run yet: its answer, kept in it."""
+        if portal.started:  # it failed: never run a statement (and charge) twice
+            raise _cannot_run(name)
+        portal.started = True
+        # Everything that could refuse this Execute, before the statement is charged.
+        portal.formats = await self._formats(session, portal)
+        before = session.transactions_ended
+        portal.result = await self.run_statement(session, portal.sql, running=portal)
+        if session.transactions_ended != before:
+            # COMMIT or ROLLBACK (AND CHAIN too): the transaction's other portals end
+            self.portals = {n: p for n, p in self.portals.items() if p is portal}
+        self._ended = session.transactions_ended
+        return portal.result
+
+    async def run_statement(
+        self, session: Session, sql: str, *, running: Portal | None = None
+    ) -> StatementResult:
+        """Answer ``sql``, a statement of a simple Query or the SQL of the portal
+        ``running`` (Execute): FETCH, MOVE and CLOSE of a portal this connection bound
+        move or close it (as PostgreSQL's, whose named portals are cursors); the session
+        answers anything else."""
+        self.check_session_statement(sql)
+        result = await self._portal_statement(session, sql, running)
+        if result is None:
+            result = await session.execute(sql)
+        self.after_session_statement(sql, running)
+        return result
+
+    async def _portal_statement(
+        self, session: Session, sql: str, running: Portal | None
+    ) -> StatementResult | None:
+        """FETCH, MOVE or CLOSE of a portal of this connection's (not of a DECLAREd
+        cursor); None for any other statement, which the session answers."""
+        found = self._portal_named(session, sql)
+        if found is None:
+            return None
+        statement, name, portal = found
+        if isinstance(statement, CloseCursor):
+            if portal is running:
+                raise QueryError(INVALID_CURSOR_STATE, f'cannot drop active portal "{name}"')
+            del self.portals[name]
+            return StatementResult(tag="CLOSE CURSOR")
+        if portal is running:
+            raise _cannot_run(name)
+        answer = portal.result
+        notices: tuple[Notice, ...] = ()
+        if answer is None:
+            answer = await self._run(session, name, portal)
+            notices = answer.notices
+        if answer.columns is None or answer.copy is not None:
+            raise _cannot_run(name)  # it returns no rows (SET, COPY)
+        try:
+            moved = move_portal(statement, answer, portal.sent_rows, at_end=portal.done)
+        except QueryError:
+            portal.result = None  # failed, as PostgreSQL marks it: it cannot be run again
+            raise
+        portal.sent_rows, portal.done = moved.sent_rows, moved.at_end
+        return dataclasses.replace(moved.result, notices=notices)
+
+    def _portal_named(
+        self, session: Session, sql: str
+    ) -> tuple[Fetch | CloseCursor, str, Portal] | None:
+        """The FETCH, MOVE or CLOSE ``sql`` of a portal bound here, and the portal; None
+        if ``sql`` is none (or is one of a DECLAREd cursor: the session's), or cannot be
+        read (the session says why), or the transaction failed (the session refuses it)."""
+        if not self.portals or not _may_name_portal(sql):
+            return None
+        if session.transaction_status is TransactionStatus.FAILED:
+            return None
+        try:
+            recognized = recognize(sql)
+            if recognized is None or recognized.kind not in _PORTAL_KINDS:
+                return None
+            statement = read_cursor_statement(sql)
+        except (StatementSyntaxError, QueryError):
+            return None
+        if isinstance(statement, Declare) or statement.name is None:
+            return None  # CLOSE ALL: the session's cursors, and then after_session_statement
+        name = statement.name
+        portal = self.portals.get(name) if name else None
+        if portal is None or session.cursor_columns(name) is not None:
+            return None
+        return statement, name, portal
+
+    async def _describe(self, session: Session, sql: str) -> tuple[ColumnDescription, ...] | None:
+        """The columns ``sql`` returns: a FETCH of a portal bound here, its portal's."""
+        found = self._portal_named(session, sql)
+        if found is None:
+            return await session.describe(sql)
+        statement, _, portal = found
+        if isinstance(statement, CloseCursor) or statement.move:
+            return None
+        if portal.result is not None:
+            return portal.result.columns
+        return None if portal.started else await session.describe(portal.sql)
+
     async def _formats(self, session: Session, portal: Portal) -> tuple[int, ...] | None:
         """The format of each column of ``portal``'s rows, decided before it runs: refuse
         (QueryError) what cannot be answered as asked, before anything is charged."""
@@ -300,7 +394,7 @@ class ExtendedQueries:
         # NULL); where they do differ, the client would misread the rows, so the portal
         # is refused here, before the charge, as PostgreSQL refuses a plan whose result
         # type changed.
-        planned = await session.describe(portal.sql)
+        planned = await self._describe(session, portal.sql)
         if told is not None and _shape(told.columns) != _shape(planned):
             raise QueryError(
                 FEATURE_NOT_SUPPORTED,
@@ -310,6 +404,7 @@ class ExtendedQueries:
                 hint="a SET (such as dpproxy.report), or the parameters' values, changed "
                 "the statement's columns: Describe it again (or the portal, after Bind), "
                 "or Close it and prepare it again",
+                routine="RevalidateCachedQuery",  # as PostgreSQL's: asyncpg prepares again
             )
         if planned is None:
             return None
@@ -358,8 +453,13 @@ class ExtendedQueries:
                 f'prepared statement "{statement.name}" does not exist',
             )
 
-    def after_session_statement(self, sql: str) -> None:
-        """After ``sql`` succeeded: DEALLOCATE and DISCARD ALL drop prepared statements."""
+    def after_session_statement(self, sql: str, running: Portal | None = None) -> None:
+        """After ``sql`` succeeded: DEALLOCATE and DISCARD ALL drop prepared statements;
+        CLOSE ALL closes the portals, as in PostgreSQL (but ``running``, the one whose
+        Execute ran it, as PostgreSQL keeps an active portal)."""
+        if _is_close_all(sql):
+            self.portals = {n: p for n, p in self.portals.items() if p is running}
+            return
         statement = _cleanup_statement(sql)
         if statement is None:
             return
@@ -430,6 +530,25 @@ def _is_query(sql: str) -> bool:
         return recognize(sql) is None and bool(strip_sql(sql))
     except (StatementSyntaxError, QueryError):
         return False
+
+
+def _may_name_portal(sql: str) -> bool:
+    """Whether ``sql`` may be a FETCH, MOVE or CLOSE (a quick look, before reading it)."""
+    lowered = sql.lower()
+    return "fetch" in lowered or "move" in lowered or "close" in lowered
+
+
+def _is_close_all(sql: str) -> bool:
+    if "close" not in sql.lower():
+        return False
+    try:
+        statement = recognize(sql)
+        if statement is None or statement.kind is not Kind.CLOSE:
+            return False
+        read = read_cursor_statement(sql)
+    except (StatementSyntaxError, QueryError):
+        return False
+    return isinstance(read, CloseCursor) and read.name is None
 
 
 def _cleanup_statement(sql: str) -> _Cleanup | None:

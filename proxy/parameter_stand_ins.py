@@ -5,10 +5,11 @@ A Describe of a statement (not of a portal) must say what columns it returns bef
 value is known (asyncpg, pgJDBC describe every statement so). dpproxy plans the statement
 for that with a stand-in for each parameter: a value of the parameter's type that every
 check of the rewriter accepts as a constant where it stands (a LIKE pattern 'a', LIMIT 1,
-a fraction 0.5, width_bucket's bounds 0 and 1 and count 1, date_trunc's unit 'day'), so
-that the Describe refuses only what no value could make acceptable. Such a plan only
-learns the columns: it is never run nor charged, and the statement is planned and checked
-again with the real values at Execute, before any charge (``proxy.extended``).
+a fraction 0.5, width_bucket's bounds 0 and 1 and count 1, date_trunc's unit 'day',
+current_setting's name 'timezone'), so that the Describe refuses only what no value could
+make acceptable. Such a plan only learns the columns: it is never run nor charged, and the
+statement is planned and checked again with the real values at Execute, before any charge
+(``proxy.extended``).
 
 Each stand-in is text, read by the parameter's type as a value sent in text would be
 (``proxy.parameters.prepare``), so that it becomes the same kind of literal as the real
@@ -34,6 +35,7 @@ class Role(enum.Enum):
     FIELD = "field"  # date_part('year', x)
     FORMAT = "format"  # to_char(x, 'YYYY')
     PATTERN = "pattern"  # x LIKE 'a'
+    SETTING = "setting"  # current_setting('timezone')
 
 
 #: What a parameter stands for -> a value every check takes there.
@@ -46,6 +48,8 @@ _BY_ROLE = {
     Role.FIELD: "year",
     Role.FORMAT: "YYYY",
     Role.PATTERN: "a",
+    # A parameter every session has: current_setting() of any other name fails (42704).
+    Role.SETTING: "timezone",
 }
 #: A parameter's type -> a value of it.
 _BY_TYPE = {
@@ -56,6 +60,7 @@ _BY_TYPE = {
     v.TIMESTAMP: "2000-01-01 00:00:00",
     v.TIMESTAMPTZ: "2000-01-01 00:00:00+00:00",
     v.UUID: "00000000-0000-0000-0000-000000000000",
+    **dict.fromkeys(v.REG_TYPES, "0"),  # '0'::regclass: no object ("-"), never an error
 }
 _TEXT = "a"
 

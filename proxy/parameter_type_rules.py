@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping
 
 from sqlglot import exp
 
+from proxy.catalog.qualified_types import unqualified_type
 from proxy.parameter_arrays import ARRAY_OF, OID_ARRAY_SQL
 from proxy.protocol import values as v
 from rewriter.catalog import Catalog, ColumnInfo, ColumnType
@@ -57,7 +58,9 @@ CAST_OIDS: Mapping[exp.DType, int] = {
 
 def cast_oid(to: exp.DataType) -> int | None:
     """The OID of a cast's target type: ``int``, ``date``…, or an array of one of those
-    that dpproxy takes array values of (``$1::int[]``: int4[]); None for another."""
+    that dpproxy takes array values of (``$1::int[]``: int4[]); None for another.
+    ``$1::pg_catalog.int4`` (asyncpg's copy_from_query) is ``$1::int4``."""
+    to = unqualified_type(to)
     if to.is_type(exp.DataType.Type.ARRAY):
         element = to.expressions[0] if len(to.expressions) == 1 else None
         if not isinstance(element, exp.DataType) or element.is_type(exp.DataType.Type.ARRAY):

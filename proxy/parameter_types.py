@@ -26,13 +26,17 @@ expression rules are ``proxy.parameter_type_rules``':
   lpad, repeat, split_part counts, round's decimals, make_date's fields: int4; substr's
   start and length: int4 (``substring(x, $1, $2)`` is PostgreSQL's regular-expression
   substring of text, as there);
-- a cast (``$1::int``, ``$1::int[]``): the cast's type.
+- a cast (``$1::int``, ``$1::int[]``, ``$1::oid``, ``$1::regclass``): the cast's type.
+
+Catalog queries (``proxy.parameter_catalog_types``): the emulated pg_catalog's and
+information_schema's columns have PostgreSQL's types (``oid = $1``: oid, ``relname = $1``:
+name), and pg_catalog is searched before the analyst's tables, as in PostgreSQL.
 
 Where PostgreSQL cannot tell either (``SELECT $1``, ``$1 = $2``, ``$1 + $2``), or the
 type is one dpproxy does not take values of (interval, arrays but those of
 ``proxy.parameter_arrays``): text, as dpproxy always did. The column types come from
-the analyst's catalog (``parameter_type_rules.column_oid``); a column of a table outside
-it (pg_catalog) leaves its parameters text.
+the analyst's catalog (``parameter_type_rules.column_oid``); a column of another table
+leaves its parameters text.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from proxy.parameter_arrays import ARRAY_ELEMENTS, ARRAY_OF
+from proxy.parameter_catalog_types import catalog_cast_oid, catalog_columns
 from proxy.parameter_scopes import Scope, Typed, Unknown, merged, named
 from proxy.parameter_signatures import (
     ARGUMENTS,
@@ -68,6 +73,13 @@ from proxy.parameter_type_rules import (
     operand_type,
 )
 from proxy.protocol import values as v
+
+#: Functions by name: their arguments' types (and roles) and their result's.
+_NAMED = {
+    **NAMED,
+    # current_setting(name [, missing_ok]): a name the session has at Describe.
+    "current_setting": (((v.TEXT, Role.SETTING), (v.BOOL, None)), v.TEXT),
+}
 
 
 @dataclass(frozen=True)
@@ -209,9 +221,11 @@ class _Walk:
             return
         if isinstance(node, exp.Table):
             name = node.name.lower()
-            found, columns = scope.cte(name) if not node.args.get("db") else (False, None)
-            if not found:
-                table = self.columns.get(name)
+            schema = node.args.get("db")
+            found, columns = scope.cte(name) if not schema else (False, None)
+            if not found:  # pg_catalog first, as PostgreSQL searches it
+                table = catalog_columns(schema.name if schema else None, name)
+                table = self.columns.get(name) if table is None else table
                 columns = None if table is None else dict(table)
             scope.sources[node.alias_or_name.lower()] = columns
         elif isinstance(node, QUERIES):
@@ -254,7 +268,7 @@ class _Walk:
             inner = self.expr(node.this)
             return inner if isinstance(inner, int) else None
         if isinstance(node, exp.Cast):
-            oid = cast_oid(node.to)
+            oid = cast_oid(node.to) or catalog_cast_oid(node.to)
             self.settle(self.expr(node.this), oid)
             return oid
         if isinstance(node, (*COMPARISONS, *COMPARISONS_NULL_SAFE)):
@@ -510,7 +524,7 @@ class _Walk:
 
     def named_call(self, node: exp.Anonymous) -> Typed:
         name = str(node.this).lower()
-        arguments, result = NAMED.get(name, ((), None))
+        arguments, result = _NAMED.get(name, ((), None))
         for index, child in enumerate(node.expressions):
             fixed = arguments[index] if index < len(arguments) else None
             if fixed is not None:

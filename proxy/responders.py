@@ -16,6 +16,7 @@ from proxy.asker import Asker
 from proxy.backends import USER_REQUEST, CancelToken
 from proxy.catalog.session_values import NO_CURSORS, SessionCursors
 from proxy.ledger import AsyncLedger
+from proxy.parameter_table import spelling
 from proxy.seam import ColumnDescription, QueryError, StatementResult
 from proxy.sqlstate import QUERY_CANCELED
 from rewriter import Catalog
@@ -87,6 +88,9 @@ _DESCRIPTIONS = {
 
 
 def show_all(settings: Mapping[str, str]) -> StatementResult:
-    """SHOW ALL: every session parameter (name, setting, description), sorted by name."""
-    rows = tuple((name, settings[name], _DESCRIPTIONS.get(name, "")) for name in sorted(settings))
+    """SHOW ALL: every session parameter (name as PostgreSQL spells it: TimeZone, setting,
+    description), sorted by name."""
+    rows = tuple(
+        (spelling(name), settings[name], _DESCRIPTIONS.get(name, "")) for name in sorted(settings)
+    )
     return StatementResult(tag="SHOW", columns=SHOW_ALL_COLUMNS, rows=rows)

@@ -89,6 +89,7 @@ class QueryError(Exception):
         hint: str | None = None,
         severity: str = "ERROR",
         notices: tuple[Notice, ...] = (),
+        routine: str | None = None,
     ) -> None:
         super().__init__(message)
         self.sqlstate = sqlstate
@@ -97,6 +98,9 @@ class QueryError(Exception):
         self.hint = hint
         self.severity = severity
         self.notices = notices
+        #: PostgreSQL's source routine (the R field), where a client recognises an error
+        #: by it: asyncpg prepares again on 0A000 from RevalidateCachedQuery.
+        self.routine = routine
 
 
 @dataclass(frozen=True)

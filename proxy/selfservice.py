@@ -16,12 +16,19 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 from decimal import Decimal
+from typing import ClassVar
+
+import sqlglot
+from sqlglot import TokenType, exp
+from sqlglot.dialects.postgres import Postgres
+from sqlglot.errors import ParseError, TokenError
 
 from accountant import AuditRecord, Decision, Epsilon
 from proxy.failures import CLIENT_LEFT_REASON, IN_THE_LOG
 from proxy.responders import SessionContext
 from proxy.seam import ColumnDescription, QueryError, StatementResult
 from proxy.sqlstate import FEATURE_NOT_SUPPORTED
+from rewriter.parse import MAX_SQL_LENGTH  # also keeps sqlglot's log of statements off
 
 TEXT, NUMERIC, BIGINT, FLOAT8, TIMESTAMPTZ = 25, 1700, 20, 701, 1184
 
@@ -30,7 +37,8 @@ _QUERY = re.compile(
         (?:\s+limit\s+(\d{1,9}))?\s*;?\s*$""",
     re.IGNORECASE | re.VERBOSE,
 )
-_MENTIONS = re.compile(r"\bdpproxy\s*\.\s*\"?(my_budget|my_queries)\b", re.IGNORECASE)
+_VIEWS = frozenset({"my_budget", "my_queries"})
+_NAME_TOKENS = frozenset({TokenType.VAR, TokenType.IDENTIFIER})
 
 #: What an analyst sees of their history: their own query attempts.
 SHOWN_DECISIONS = (
@@ -74,7 +82,7 @@ class SelfServiceResponder:
     async def answer(self, sql: str, context: SessionContext) -> StatementResult | None:
         match = _QUERY.match(sql)
         if match is None:
-            if _MENTIONS.search(sql):
+            if _names_a_view(sql):
                 raise QueryError(
                     FEATURE_NOT_SUPPORTED,
                     "dpproxy.my_budget and dpproxy.my_queries can only be read whole",
@@ -85,6 +93,66 @@ class SelfServiceResponder:
         if view == "my_budget":
             return await _my_budget(context)
         return await _my_queries(context, None if limit is None else int(limit))
+
+
+def _names_a_view(sql: str) -> bool:
+    """Whether ``sql`` reads dpproxy.my_budget or dpproxy.my_queries: a table, or a column's
+    table, of that name in the statement sqlglot reads (as the rewriter, dialect postgres).
+    The same words in a string literal or a comment name nothing (pandas' ``read_sql`` asks
+    whether its query's text is a table's name). A statement sqlglot keeps as text (EXPLAIN,
+    PREPARE, DECLARE), or cannot read, names a view when its words do: ``dpproxy``, a dot and
+    the view's name, as tokens (not in strings or comments)."""
+    words = sql.lower()
+    if "dpproxy" not in words or not any(view in words for view in _VIEWS):
+        return False  # most statements: not parsed here
+    if len(sql) > MAX_SQL_LENGTH:
+        return True  # the rewriter would refuse it unread
+    try:
+        statements = sqlglot.parse(sql, read="postgres")
+    except (ParseError, TokenError, RecursionError):
+        return _words_name_a_view(sql)
+    for statement in statements:
+        for node in () if statement is None else statement.walk():
+            if isinstance(node, exp.Command):
+                return _words_name_a_view(sql)
+            if isinstance(node, exp.Table) and _is_view(node.args.get("db"), node.this):
+                return True
+            if isinstance(node, exp.Column) and _is_view(
+                node.args.get("db"), node.args.get("table")
+            ):
+                return True
+    return False
+
+
+def _is_view(schema: object, name: object) -> bool:
+    return (
+        isinstance(schema, exp.Identifier)
+        and isinstance(name, exp.Identifier)
+        and schema.name.lower() == "dpproxy"
+        and name.name.lower() in _VIEWS
+    )
+
+
+class _Words(Postgres.Tokenizer):
+    """PostgreSQL's words, those after EXPLAIN, PREPARE or DECLARE too (which sqlglot's
+    tokenizer keeps as one string, as its parser keeps the statement as a Command)."""
+
+    COMMANDS: ClassVar[set[TokenType]] = set()
+
+
+def _words_name_a_view(sql: str) -> bool:
+    """Whether the statement's words (not its strings or comments) hold ``dpproxy.my_budget``
+    or ``dpproxy.my_queries``; a text sqlglot cannot split into words is taken to."""
+    try:
+        tokens = _Words().tokenize(sql)
+    except TokenError:
+        return True
+    names = [t.text.lower() if t.token_type in _NAME_TOKENS else "" for t in tokens]
+    dots = [t.token_type == TokenType.DOT for t in tokens]
+    return any(
+        names[i] == "dpproxy" and dots[i + 1] and names[i + 2] in _VIEWS
+        for i in range(len(tokens) - 2)
+    )
 
 
 async def _my_budget(context: SessionContext) -> StatementResult:

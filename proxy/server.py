@@ -216,6 +216,7 @@ def encode_query_error(err: QueryError, *, severity: str | None = None) -> bytes
             severity=severity or err.severity,
             detail=err.detail,
             hint=err.hint,
+            routine=err.routine,
         )
     )
     return b"".join(parts)
@@ -827,9 +828,7 @@ class _Connection:
         sql = statement.text
         self.start_checking_client()
         try:
-            self.extended.check_session_statement(sql)
-            response = encode_result(await session.execute(sql))
-            self.extended.after_session_statement(sql)
+            response = encode_result(await self.extended.run_statement(session, sql))
             answered = True
         except QueryError as err:
             self.link.answer_written(False)  # an error is sent instead of any answer

@@ -30,6 +30,7 @@ from proxy.parameter_table import (
     SINGLE_VALUED,
     is_placeholder,
     known,
+    spelling,
 )
 from proxy.parameter_type_rules import ColumnOids, catalog_column_oids
 from proxy.pg_settings import MAX_CUSTOM_PARAMETERS, parameters_key, too_many_custom_parameters
@@ -275,8 +276,8 @@ class AnalystSession:
             return self._cursors.columns(fetch.name) if isinstance(fetch, Fetch) else None
         if statement.kind is Kind.SHOW and statement.name == "all":
             return SHOW_ALL_COLUMNS
-        if statement.kind is Kind.SHOW:
-            return (ColumnDescription(statement.name or "", TEXT_OID),)
+        if statement.kind is Kind.SHOW:  # headed by PostgreSQL's spelling: TimeZone
+            return (ColumnDescription(spelling(statement.name or ""), TEXT_OID),)
         return None
 
     @contextlib.contextmanager
@@ -475,6 +476,8 @@ class AnalystSession:
         return self._cursors.columns(name)
 
     def _session_statement(self, statement: SessionStatement) -> StatementResult:
+        if statement.kind is Kind.UNLISTEN:  # no LISTEN in dpproxy: nothing to stop
+            return StatementResult(tag="UNLISTEN")
         if statement.kind in _CLEANUP_KINDS:
             return self._transaction_statement(statement)
         if statement.kind is Kind.SHOW:
@@ -694,7 +697,7 @@ class AnalystSession:
             value = self._parameters[name]
         else:
             raise _unknown(name)
-        column = ColumnDescription(name, TEXT_OID)
+        column = ColumnDescription(spelling(name), TEXT_OID)
         return StatementResult(tag="SHOW", columns=(column,), rows=((value,),))
 
     async def _show_budget(self) -> StatementResult:

@@ -1,7 +1,8 @@
 """Session statements that dpproxy answers itself, without touching data.
 
 BEGIN/START TRANSACTION, COMMIT/END, ROLLBACK/ABORT, SAVEPOINT, RELEASE, ROLLBACK TO,
-SET, SHOW, RESET, DISCARD and DEALLOCATE. They are recognised
+SET, SHOW, RESET, DISCARD, DEALLOCATE and UNLISTEN (dpproxy has no LISTEN: a no-op,
+which a client's reset sends). They are recognised
 by a small hand-written scanner (no data-bearing SQL ever goes through here): anything
 else is a query for the rewriter. BEGIN, COMMIT, ROLLBACK, SET TRANSACTION and SET
 SESSION CHARACTERISTICS (the SET of "transaction") are read again, with their modes and
@@ -53,6 +54,7 @@ class Kind(Enum):
     FETCH = "FETCH"
     MOVE = "MOVE"
     CLOSE = "CLOSE"
+    UNLISTEN = "UNLISTEN"
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,7 @@ class SessionStatement:
     kind: Kind
     # SET/SHOW/RESET: the parameter, lower-cased ("all" for RESET ALL); SAVEPOINT, RELEASE,
     # ROLLBACK TO: the savepoint; DISCARD: all, plans, temp or sequences; DEALLOCATE: the
-    # prepared statement (None for DEALLOCATE ALL).
+    # prepared statement (None for DEALLOCATE ALL); UNLISTEN: the channel (None for *).
     name: str | None = None
     value: str | None = None  # SET: the value as text (quotes removed); None = DEFAULT
     local: bool = False  # SET LOCAL: the value lasts until the end of the transaction
@@ -183,6 +185,8 @@ def _recognize(sql: str) -> SessionStatement | None:
         return SessionStatement(Kind.RELEASE, _single_name(rest, "RELEASE SAVEPOINT"))
     if first == "discard":
         return _parse_discard(text)
+    if first == "unlisten":
+        return _parse_unlisten(text)
     if first == "deallocate":
         return _parse_deallocate(text)
     if first in _CURSOR_WORDS:  # read by proxy.cursor_statements
@@ -370,6 +374,27 @@ def _parse_discard(text: str) -> SessionStatement:
         )
     target = "temp" if words[0] == "temporary" else words[0]
     return SessionStatement(Kind.DISCARD, target)
+
+
+def _parse_unlisten(text: str) -> SessionStatement:
+    """UNLISTEN channel or UNLISTEN * (PostgreSQL's grammar: a ColId, or *)."""
+    rest = text[len("unlisten") :].strip(SQL_SPACE)
+    if rest == "*":
+        return SessionStatement(Kind.UNLISTEN)
+    if rest.startswith("*"):
+        raise _syntax_error_at(_tokens(rest[1:])[0])  # what follows the *
+    tokens = _tokens(rest)
+    if not tokens:
+        raise StatementSyntaxError("syntax error at end of input")
+    name = tokens[0]
+    dotted = "." in name and not name.startswith('"')  # a.b: one word to _tokens
+    if dotted:
+        raise _syntax_error_at(".")
+    if not _is_name(name):
+        raise _syntax_error_at(name)
+    if len(tokens) > 1:
+        raise _syntax_error_at(tokens[1])
+    return SessionStatement(Kind.UNLISTEN, _name(name))
 
 
 def _parse_deallocate(text: str) -> SessionStatement:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from proxy.backends import DeclaredType
 from proxy.catalog.pgtypes import TYPES, column_type_oid, declared_type
 from proxy.catalog.relations import INFORMATION_SCHEMA, PG_CATALOG, RELATIONS, Relation
+from proxy.catalog.type_functions import TYPE_FUNCTIONS
 from rewriter import Catalog
 
 Row = Mapping[str, object]
@@ -260,6 +261,7 @@ def _pg_attribute(relations: list[ShownRelation]) -> Iterator[Row]:
 
 def _pg_type(oid: int) -> Row:
     pg_type = TYPES[oid]
+    functions = TYPE_FUNCTIONS[oid]
     return {
         "oid": oid,
         "typname": pg_type.name,
@@ -273,18 +275,18 @@ def _pg_type(oid: int) -> Row:
         "typisdefined": True,
         "typdelim": pg_type.delimiter,
         "typrelid": 0,
-        "typsubscript": "array_subscript_handler" if pg_type.category == "A" else "-",
+        "typsubscript": functions.subscript,
         "typelem": pg_type.element,
         "typarray": pg_type.array,
         "typinput": pg_type.input,
         "typoutput": pg_type.output,
-        "typreceive": "-",
-        "typsend": "-",
-        "typmodin": "-",
-        "typmodout": "-",
-        "typanalyze": "-",
-        "typalign": "i",
-        "typstorage": "p" if pg_type.by_value else "x",
+        "typreceive": functions.receive,
+        "typsend": functions.send,
+        "typmodin": functions.modin,
+        "typmodout": functions.modout,
+        "typanalyze": functions.analyze,
+        "typalign": functions.align,
+        "typstorage": functions.storage,
         "typnotnull": False,
         "typbasetype": 0,
         "typtypmod": -1,

@@ -58,6 +58,17 @@ def _numeric_field(precision: str, scale: str) -> PostgresError:
     )
 
 
+def _unsupported_type(name: str) -> PostgresError:
+    """A type the catalog does not have (inet, money): said so, as the catalog's casts
+    refuse the others (proxy.catalog.casts), not with DuckDB's words about extensions."""
+    return PostgresError(
+        "0A000",
+        f"dpproxy's catalog does not support the type {name}",
+        hint="catalog queries compute with PostgreSQL's basic types (numbers, text, "
+        "booleans, dates and times, json, uuid): leave the value out, or keep it as text",
+    )
+
+
 def postgres_error(text: str) -> PostgresError | None:
     """PostgreSQL's error for DuckDB's message ``text`` (its first line), if it has one."""
     marked = unmarked(text)
@@ -103,6 +114,11 @@ def postgres_error(text: str) -> PostgresError | None:
     if found:
         message = f'invalid input syntax for type numeric: "{found[1]}"'
         return PostgresError(INVALID_TEXT, message)
+    found = re.search(r"install the required extension '(\w+)", text) or re.search(
+        r"Type with name (\w+) does not exist", text
+    )
+    if found:  # DuckDB would load (and, were it allowed, download) an extension for it
+        return _unsupported_type(found[1].lower())
     if re.search(r"Overflow in \w+ of DECIMAL\(", text):
         return PostgresError(
             "0A000", f"dpproxy's catalog computes numeric values of at most {DUCK_DIGITS} digits"

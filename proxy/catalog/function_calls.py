@@ -24,6 +24,16 @@ from proxy.catalog.settings import current_setting, refused_set_config, set_conf
 
 # DuckDB functions that have no business in a catalog query.
 _REFUSED_FUNCTIONS = frozenset({"getenv", "set_config", "query", "query_table", "read_text"})
+#: PostgreSQL's advisory lock functions that would take a lock: dpproxy takes none, and
+#: does not pretend to (a client would believe it holds one).
+_ADVISORY_LOCKS = frozenset(
+    f"pg_{attempt}advisory_{scope}lock{mode}"
+    for attempt in ("", "try_")
+    for scope in ("", "xact_")
+    for mode in ("", "_shared")
+)
+#: The functions that release a session's advisory lock (by key: one bigint, or two int).
+_ADVISORY_UNLOCKS = frozenset({"pg_advisory_unlock", "pg_advisory_unlock_shared"})
 _PRIVILEGE_ARITY = {
     "has_table_privilege": 3,
     "has_any_column_privilege": 3,
@@ -67,6 +77,9 @@ def rewrite_function(node: exp.Expression, session: SessionValues) -> exp.Expres
         raise CatalogRefused(f"dpproxy's catalog does not support the function {name}()")
     if name == "version" and not args:
         return exp.Literal.string(session.version)
+    advisory = _advisory_lock_call(name, args)
+    if advisory is not None:
+        return advisory
     if name == "current_setting" and args:
         return current_setting(args, session)
     if name in ("json_build_object", "jsonb_build_object"):
@@ -94,3 +107,27 @@ def _is_user_keyword(node: exp.Expression) -> bool:
         and not identifier.quoted
         and identifier.name.lower() in ("user", "current_role")
     )
+
+
+def _advisory_lock_call(name: str, args: list[exp.Expression]) -> exp.Expression | None:
+    """PostgreSQL's advisory lock functions, as a session that holds no lock sees them:
+    pg_advisory_unlock_all() releases nothing (void: shown as an empty text; asyncpg's
+    reset of a pooled connection calls it), pg_advisory_unlock[_shared](key) is false
+    (NULL for a NULL key, as the function is strict); the functions that take a lock are
+    refused. None for any other function."""
+    if name == "pg_advisory_unlock_all" and not args:
+        return exp.Literal.string("")
+    if name in _ADVISORY_UNLOCKS and len(args) in (1, 2):
+        key_type = "BIGINT" if len(args) == 1 else "INTEGER"
+        keys = [exp.cast(arg, exp.DataType.build(key_type)) for arg in args]
+        return exp.Case(
+            ifs=[exp.If(this=exp.or_(*(k.is_(exp.Null()) for k in keys)), true=exp.Null())],
+            default=exp.false(),
+        )
+    if name in _ADVISORY_LOCKS:
+        raise CatalogRefused(
+            f"dpproxy does not take advisory locks: {name}() is not supported",
+            hint="dpproxy's sessions share no lock; coordinate clients another way "
+            "(pg_advisory_unlock_all() is answered: there is never a lock to release)",
+        )
+    return None

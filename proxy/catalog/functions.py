@@ -136,6 +136,14 @@ MACROS: dict[str, tuple[str, ...]] = {
         "(ident) AS CASE WHEN regexp_full_match(ident, '[a-z_][a-z0-9_$]*') THEN ident "
         "ELSE '\"' || replace(ident, '\"', '\"\"') || '\"' END",
     ),
+    # PostgreSQL's quote_literal (quote.c): quotes and backslashes doubled, E'...' when
+    # there is a backslash; NULL for NULL. quote_nullable: the text NULL for NULL.
+    "quote_literal": (
+        "(value) AS CASE WHEN contains(CAST(value AS VARCHAR), '\\') "
+        "THEN 'E''' || replace(replace(CAST(value AS VARCHAR), '\\', '\\\\'), '''', '''''') "
+        "|| '''' ELSE '''' || replace(CAST(value AS VARCHAR), '''', '''''') || '''' END",
+    ),
+    "quote_nullable": (f"(value) AS coalesce({S}.quote_literal(value), 'NULL')",),
 }
 
 # name -> table macro definitions.

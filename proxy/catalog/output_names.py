@@ -92,6 +92,8 @@ def _plain_name(node: exp.Expression) -> str:
         return str(node.this).lower()
     if isinstance(node, exp.TimestampTrunc):
         return "date_trunc"
+    if isinstance(node, exp.CurrentVersion):
+        return "version"  # sqlglot reads version() as CURRENT_VERSION
     if isinstance(node, exp.AtTimeZone):
         return "timezone"  # x AT TIME ZONE z is timezone(z, x)
     if isinstance(node, exp.StrToTime | exp.UnixToTime):

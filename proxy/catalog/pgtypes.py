@@ -12,6 +12,7 @@ from rewriter import ColumnType
 TEXT_OID = 25
 _BIGINT = 20
 _OID_ARRAY = 1028
+_JSONB = 3802
 DEFAULT_COLLATION = 100
 
 
@@ -121,9 +122,12 @@ _RESULT_TYPES: Mapping[str, tuple[int, int]] = {
 }
 
 
-def result_type(duck_type: str) -> tuple[int, int]:
-    """(type OID, typlen) of a result column of DuckDB type ``duck_type``."""
+def result_type(duck_type: str, jsonb: bool = False) -> tuple[int, int]:
+    """(type OID, typlen) of a result column of DuckDB type ``duck_type``; ``jsonb``: a
+    JSON column the query types jsonb (proxy.catalog.output_types)."""
     name = duck_type.upper()
+    if jsonb and name == "JSON":
+        return (_JSONB, -1)
     if name.endswith("[]"):
         element, _ = result_type(name[:-2])
         if element == _BIGINT:

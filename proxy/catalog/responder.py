@@ -192,8 +192,8 @@ class CatalogResponder:
         if len(names) != len(output.column_types):
             names = tuple(output.column_names)
         columns = tuple(
-            ColumnDescription(name, *result_type(duck_type))
-            for name, duck_type in zip(names, output.column_types, strict=True)
+            ColumnDescription(name, *result_type(duck_type, i in translation.jsonb_columns))
+            for i, (name, duck_type) in enumerate(zip(names, output.column_types, strict=True))
         )
         reals = [t.upper().startswith("FLOAT") for t in output.column_types]  # real, real[]
         rows = tuple(

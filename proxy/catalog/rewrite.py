@@ -22,7 +22,9 @@ from proxy.catalog.function_calls import rewrite_function
 from proxy.catalog.numeric_constants import negated_constants, rewrite_number, unfit_constants
 from proxy.catalog.numeric_functions import rewrite_numeric_function
 from proxy.catalog.operators import rewrite_operator
+from proxy.catalog.qualified_types import unqualified_type
 from proxy.catalog.refusal import CatalogRefused
+from proxy.catalog.regproc_comparisons import regproc_compared_with_zero
 from proxy.catalog.relations import PG_CATALOG
 from proxy.catalog.session_values import SessionValues
 from proxy.catalog.tables import rewrite_table
@@ -83,10 +85,13 @@ def _rewrite(
     ):
         inner: exp.Expression = node.expression  # pg_catalog.f(...): f is rewritten already
         return inner
+    if isinstance(node, exp.DataType):  # pg_catalog.int4 (before its cast's rules)
+        return unqualified_type(node)
     if isinstance(node, exp.Literal) and not node.is_string:
         return rewrite_number(node)
     if isinstance(node, exp.Operator):
         return rewrite_operator(node)
+    node = regproc_compared_with_zero(node)
     zoned = rewrite_zoned(node, context)
     if zoned is not None:
         return zoned

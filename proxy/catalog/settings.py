@@ -19,7 +19,7 @@ from sqlglot import exp
 from proxy.catalog.refusal import CatalogRefused
 from proxy.catalog.relations import Relation
 from proxy.catalog.session_values import SessionValues
-from proxy.parameter_table import is_placeholder
+from proxy.parameter_table import is_placeholder, spelling
 from proxy.pg_settings import view_setting
 from proxy.pg_values import parse_bool
 from proxy.sqlstate import UNDEFINED_OBJECT
@@ -125,13 +125,14 @@ def _missing_ok(argument: exp.Expression) -> bool | None:
 def settings_literal(settings: Mapping[str, str]) -> exp.Expression:
     """The session's parameters for the session relations: pg_settings shows each
     setting as PostgreSQL does (a number with a unit in the parameter's own unit:
-    work_mem '4MB' is '4096'), custom parameters (myapp.tenant) not at all."""
+    work_mem '4MB' is '4096'), under its name as PostgreSQL spells it (TimeZone,
+    DateStyle), custom parameters (myapp.tenant) not at all."""
     return exp.Array(
         expressions=[
             exp.Struct(
                 expressions=[
                     exp.PropertyEQ(
-                        this=exp.to_identifier("name"), expression=exp.Literal.string(k)
+                        this=exp.to_identifier("name"), expression=exp.Literal.string(spelling(k))
                     ),
                     exp.PropertyEQ(
                         this=exp.to_identifier("setting"),
@@ -151,7 +152,7 @@ def with_units(
     """pg_settings (the session relation's ``rows``, aliased m) with each parameter's
     unit, as PostgreSQL shows it (kB for work_mem, ms for statement_timeout)."""
     units = [
-        exp.If(this=exp.Literal.string(name), true=exp.Literal.string(unit))
+        exp.If(this=exp.Literal.string(spelling(name)), true=exp.Literal.string(unit))
         for name, value in sorted(session.settings.items())
         if not is_placeholder(name) and (unit := view_setting(name, value)[1]) is not None
     ]

@@ -22,6 +22,7 @@ from proxy.catalog.cache_keys import (
 )
 from proxy.catalog.classify import catalog_tree
 from proxy.catalog.output_names import output_names, set_output_names
+from proxy.catalog.output_types import jsonb_outputs
 from proxy.catalog.recent import Recent
 from proxy.catalog.refusal import CatalogRefused
 from proxy.catalog.rewrite import rewritten
@@ -43,6 +44,7 @@ __all__ = [
 class Translation:
     sql: str  # DuckDB SQL over the emulated catalog
     column_names: tuple[str, ...] | None  # PostgreSQL's output names; None: unknown (*)
+    jsonb_columns: frozenset[int] = frozenset()  # positions of jsonb columns (output_types)
 
 
 def translate(
@@ -58,10 +60,11 @@ def translate(
         return None
     try:
         names = output_names(tree)
+        jsonb = jsonb_outputs(tree)
         translated = rewritten(tree.copy(), session, parameters)
         if names is not None:
             set_output_names(translated, names)
-        return Translation(translated.sql(dialect="duckdb"), names)
+        return Translation(translated.sql(dialect="duckdb"), names, jsonb)
     except RecursionError:
         # The syntax tree is deeper than Python's recursion allows (thousands of terms
         # nested, e.g. 1+1+...+1): refused as PostgreSQL refuses too deep a statement.

@@ -1,14 +1,39 @@
-"""Arrays of one dimension in a result, sent in binary (array_send): text[] and oid[],
-which asyncpg asks for in binary in the answer of its type lookup (its attrnames and
-attrtypoids columns; proxy.catalog). No I/O: PostgreSQL's array text in, bytes out."""
+"""Arrays of one dimension in a result, sent in binary (array_send): the arrays of the
+types whose values proxy.protocol.values sends in binary, which asyncpg asks for in
+binary (its type lookup's text[] and oid[]; SQLAlchemy's reflection reads pg_index.indkey,
+int2[] here). No I/O: PostgreSQL's array text in, bytes out."""
 
 from __future__ import annotations
 
 import struct
 from collections.abc import Callable
 
-#: The array types sent in binary, by OID, and their element types (text, oid).
-BINARY_ARRAY_ELEMENTS: dict[int, int] = {1009: 25, 1028: 26}
+#: The array types sent in binary, by OID (pg_type.typarray), and their element types.
+BINARY_ARRAY_ELEMENTS: dict[int, int] = {
+    1000: 16,  # bool
+    1001: 17,  # bytea
+    1002: 18,  # "char"
+    1003: 19,  # name
+    1005: 21,  # int2
+    1007: 23,  # int4
+    1009: 25,  # text
+    1014: 1042,  # bpchar
+    1015: 1043,  # varchar
+    1016: 20,  # int8
+    1021: 700,  # float4
+    1022: 701,  # float8
+    1028: 26,  # oid
+    1115: 1114,  # timestamp
+    1182: 1082,  # date
+    1183: 1083,  # time
+    1185: 1184,  # timestamptz
+    1187: 1186,  # interval
+    1231: 1700,  # numeric
+    1270: 1266,  # timetz
+    199: 114,  # json
+    2951: 2950,  # uuid
+    3807: 3802,  # jsonb
+}
 _HEADER = struct.Struct("!iiIii")  # dimensions, has NULLs, element type, length, lower bound
 _EMPTY = struct.Struct("!iiI")
 _LENGTH = struct.Struct("!i")

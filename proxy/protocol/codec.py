@@ -547,12 +547,22 @@ def empty_query_response() -> bytes:
     return EMPTY_QUERY_RESPONSE
 
 
-def _fields(severity: str, code: str, message: str, detail: str | None, hint: str | None) -> bytes:
+def _fields(
+    severity: str,
+    code: str,
+    message: str,
+    detail: str | None,
+    hint: str | None,
+    *,
+    routine: str | None = None,
+) -> bytes:
     parts = [b"S", _cstr(severity), b"V", _cstr(severity), b"C", _cstr(code), b"M", _cstr(message)]
     if detail is not None:
         parts += [b"D", _cstr(detail)]
     if hint is not None:
         parts += [b"H", _cstr(hint)]
+    if routine is not None:
+        parts += [b"R", _cstr(routine)]
     parts.append(b"\x00")
     return b"".join(parts)
 
@@ -564,8 +574,9 @@ def error_response(
     severity: str = "ERROR",
     detail: str | None = None,
     hint: str | None = None,
+    routine: str | None = None,
 ) -> bytes:
-    return _msg(b"E", _fields(severity, code, message, detail, hint))
+    return _msg(b"E", _fields(severity, code, message, detail, hint, routine=routine))
 
 
 def notice_response(

@@ -38,6 +38,7 @@ INT2 = 21
 INT4 = 23
 TEXT = 25
 OID = 26
+JSON = 114
 FLOAT4 = 700
 FLOAT8 = 701
 UNKNOWN = 705
@@ -51,6 +52,18 @@ INTERVAL = 1186
 TIMETZ = 1266
 NUMERIC = 1700
 UUID = 2950
+JSONB = 3802
+REGPROC = 24
+REGPROCEDURE = 2202
+REGOPER = 2203
+REGOPERATOR = 2204
+REGCLASS = 2205
+REGTYPE = 2206
+REGCONFIG = 3734
+REGDICTIONARY = 3769
+REGNAMESPACE = 4089
+REGROLE = 4096
+REGCOLLATION = 4191
 UNSPECIFIED = 0
 
 TEXT_FORMAT = 0
@@ -59,9 +72,27 @@ BINARY_FORMAT = 1
 TEXT_TYPES = frozenset({UNSPECIFIED, TEXT, VARCHAR, BPCHAR, NAME, CHAR, UNKNOWN})
 INTEGER_TYPES = frozenset({INT2, INT4, INT8, OID})
 FLOAT_TYPES = frozenset({FLOAT4, FLOAT8})
+#: The object identifier types named by their text (regclass 'pg_class'): a parameter of
+#: one is its text, or in binary its OID (as PostgreSQL's regclassrecv reads an oid).
+REG_TYPES = frozenset(
+    {
+        REGPROC,
+        REGPROCEDURE,
+        REGOPER,
+        REGOPERATOR,
+        REGCLASS,
+        REGTYPE,
+        REGCONFIG,
+        REGDICTIONARY,
+        REGNAMESPACE,
+        REGROLE,
+        REGCOLLATION,
+    }
+)
 PARAMETER_TYPES = (
     TEXT_TYPES
     | INTEGER_TYPES
+    | REG_TYPES
     | FLOAT_TYPES
     | {
         BOOL,
@@ -80,7 +111,7 @@ BINARY_RESULT_TYPES = (
     | INTEGER_TYPES
     | FLOAT_TYPES
     | DATETIME_TYPES
-    | {BOOL, NUMERIC, UUID}
+    | {BOOL, NUMERIC, UUID, JSON, JSONB, BYTEA}
     | BINARY_ARRAY_ELEMENTS.keys()
 )
 
@@ -107,6 +138,20 @@ TYPE_NAMES = {
     TIMESTAMPTZ: "timestamp with time zone",
     INTERVAL: "interval",
     UUID: "uuid",
+    JSON: "json",
+    JSONB: "jsonb",
+    BYTEA: "bytea",
+    REGPROC: "regproc",
+    REGPROCEDURE: "regprocedure",
+    REGOPER: "regoper",
+    REGOPERATOR: "regoperator",
+    REGCLASS: "regclass",
+    REGTYPE: "regtype",
+    REGCONFIG: "regconfig",
+    REGDICTIONARY: "regdictionary",
+    REGNAMESPACE: "regnamespace",
+    REGROLE: "regrole",
+    REGCOLLATION: "regcollation",
 }
 
 INVALID_TEXT_REPRESENTATION = "22P02"
@@ -144,6 +189,8 @@ _NUMERIC_DSCALE_MASK = 0x3FFF
 _NUMERIC_BASE = 10000
 _TRUE = frozenset({"t", "true", "y", "yes", "on", "1"})
 _FALSE = frozenset({"f", "false", "n", "no", "off", "0"})
+_JSONB_VERSION = b"\x01"  # jsonb_send's version byte, then the text
+_OCTAL_ESCAPE = re.compile(r"[0-3][0-7]{2}", re.ASCII)  # byteain's \ooo
 
 Value = None | bool | int | float | Decimal | str | dt.date | dt.datetime | uuid.UUID
 
@@ -220,7 +267,7 @@ def decode_parameter(oid: int, data: bytes | None, fmt: int) -> Value:
 
 
 def _decode_text(oid: int, text: str) -> Value:
-    if oid in TEXT_TYPES:
+    if oid in TEXT_TYPES or oid in REG_TYPES:  # 'pg_class'::regclass: the query's cast reads it
         return text
     stripped = text.strip()
     if oid in INTEGER_TYPES:
@@ -312,6 +359,8 @@ def _decode_binary(oid: int, data: bytes) -> Value:
     try:
         if oid in _BINARY_INTS:
             return int(_BINARY_INTS[oid].unpack(data)[0])
+        if oid in REG_TYPES:  # regclassrecv: the object's OID
+            return int(_BINARY_INTS[OID].unpack(data)[0])
         if oid == FLOAT8:
             return float(_FLOAT8.unpack(data)[0])
         if oid == FLOAT4:
@@ -385,8 +434,12 @@ def _bad_numeric(part: str) -> ValueFormatError:
 def encode_binary(oid: int, text: str) -> bytes:
     """PostgreSQL's binary form of the text value ``text`` of type ``oid``."""
     try:
-        if oid in TEXT_TYPES:
+        if oid in TEXT_TYPES or oid == JSON:  # json_send: the text
             return text.encode("utf-8")
+        if oid == JSONB:
+            return _JSONB_VERSION + text.encode("utf-8")
+        if oid == BYTEA:
+            return bytea_bytes(text)
         if oid in _BINARY_INTS:
             return _BINARY_INTS[oid].pack(int(text))
         if oid == FLOAT8:
@@ -401,7 +454,7 @@ def encode_binary(oid: int, text: str) -> bytes:
             return uuid.UUID(text.strip()).bytes
         if oid in DATETIME_TYPES:
             return _datetime_to_binary(oid, text)
-        if oid in BINARY_ARRAY_ELEMENTS:  # text[], oid[] (asyncpg's type lookup)
+        if oid in BINARY_ARRAY_ELEMENTS:  # int2[] (pg_index.indkey), text[], oid[]...
             return encode_array(BINARY_ARRAY_ELEMENTS[oid], text, encode_binary)
     except (ValueError, struct.error, InvalidOperation, OverflowError):
         raise ValueFormatError(
@@ -411,6 +464,29 @@ def encode_binary(oid: int, text: str) -> bytes:
         FEATURE_NOT_SUPPORTED,
         f"dpproxy cannot send {type_name(oid)} values in binary format",
     )
+
+
+def bytea_bytes(text: str) -> bytes:
+    """The bytes of a bytea's text: PostgreSQL's hex format (``\\x0102``, which dpproxy
+    writes) or its escape format (``a\\001\\\\``); ValueError for anything else."""
+    if text.startswith("\\x"):
+        return bytes.fromhex(text[2:])
+    out = bytearray()
+    position = 0
+    while position < len(text):
+        char = text[position]
+        if char != "\\":
+            out += char.encode("utf-8")
+            position += 1
+        elif text[position + 1 : position + 2] == "\\":
+            out.append(0x5C)
+            position += 2
+        elif _OCTAL_ESCAPE.fullmatch(text, position + 1, position + 4):
+            out.append(int(text[position + 1 : position + 4], 8))
+            position += 4
+        else:
+            raise ValueError("invalid bytea escape")
+    return bytes(out)
 
 
 # A date, or a timestamp with an optional time zone offset, as Python's isoformat, DuckDB

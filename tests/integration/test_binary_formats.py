@@ -181,18 +181,18 @@ def test_binary_timestamp_without_describe_is_answered_once_per_run(
     assert audit(server) == [*before, "accepted", "accepted", "accepted"]
 
 
-def test_a_type_without_a_binary_form_is_refused_before_anything_runs(
-    client: Client,
-) -> None:
-    # A catalog answer of a type dpproxy has no binary form for (float8[]; text[] and
-    # oid[] have one, for asyncpg's type lookup): refused when asked for in binary without
-    # a Describe; after a Describe, every column is text.
-    sql = "SELECT ARRAY[0.5::float8]"
+def test_catalog_arrays_json_and_bytea_are_sent_in_binary(client: Client) -> None:
+    # Every type a catalog answer has now has a binary form (float8[] was refused when asked
+    # for in binary without a Describe; json, bytea and int2[], which asyncpg asks for in
+    # binary, too): sent as PostgreSQL sends them, with or without a Describe.
+    sql = "SELECT ARRAY[0.5::float8], '{}'::json"
+    expected = [struct.pack("!iiIiiid", 1, 0, 701, 1, 1, 8, 0.5), b"{}"]
     answer = client.exchange(parse(sql) + bind("", (BINARY,)) + execute() + SYNC)
-    assert [k for k, _ in answer] == [b"1", b"2", b"E", b"Z"]
-    assert fields(answer[2][1])["C"] == "0A000"
+    assert [k for k, _ in answer] == [b"1", b"2", b"D", b"C", b"Z"]
+    assert data_row(answer[2][1]) == expected
     answer = client.exchange(parse(sql) + bind("", (BINARY,)) + describe(b"P") + execute() + SYNC)
-    assert row_description(answer[2][1])[0][2] == TEXT
+    assert [c[1:] for c in row_description(answer[2][1])] == [(1022, BINARY), (114, BINARY)]
+    assert data_row(answer[3][1]) == expected
 
 
 def test_a_described_statement_refuses_new_columns_before_the_charge(

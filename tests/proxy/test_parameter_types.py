@@ -216,7 +216,12 @@ def test_declared_and_cast_types_win() -> None:
 def test_without_the_catalog_columns_leave_parameters_text() -> None:
     parsed = parameters.prepare(V + "cost > $1 AND diagnosis LIKE $2 LIMIT $3", [])
     assert parsed.parameter_types == (T, T, I8)
-    assert types_of("SELECT oid FROM pg_type WHERE typname = $1 AND oid = $2") == (T, T)
+    # The emulated pg_catalog's columns have PostgreSQL's types (name, oid): see
+    # tests/proxy/test_catalog_parameter_types.py.
+    assert types_of("SELECT oid FROM pg_type WHERE typname = $1 AND oid = $2") == (
+        v.NAME,
+        v.OID,
+    )
 
 
 def test_the_cases_are_postgresql_s(pg_schema: str, pg_dsn: str) -> None:
