@@ -6,6 +6,7 @@ stands whatever happens after.
 
 The steps around that path live apart: the checks that refuse a query free before its
 charge (``proxy.pre_charge``), an answer from the answer cache (``proxy.cached_answers``),
+an answer the SQL text shows to have no rows, free (``proxy.empty_answers``: LIMIT 0 …),
 the wording of failures (``proxy.failures``), the NOTICE and interval columns of an answer
 (``proxy.reporting``), the plan caches (``proxy.plan_cache``).
 
@@ -52,6 +53,8 @@ from proxy.answers import AnswerCache, CacheKey
 from proxy.asker import Asker
 from proxy.backends import Backend, BackendError, CancelToken
 from proxy.cached_answers import answer_from_cache
+from proxy.catalog.contents import Declared
+from proxy.empty_answers import TableColumns, answer_without_rows, probe_columns, table_columns
 from proxy.failures import (
     CLIENT_LEFT_REASON,
     already_recorded,
@@ -115,8 +118,13 @@ class Pipeline:
     wall_clock: Callable[[], datetime.datetime] = field(
         default=lambda: datetime.datetime.now(datetime.UTC)
     )
+    #: table -> column -> the type the database declares (the catalog's types, which a
+    #: row-level probe's answer takes: proxy.empty_answers); None: the rewriter's.
+    declared: Declared | None = None
     #: Charged queries whose outcome is not recorded yet (see proxy.unrecorded).
     unrecorded: UnrecordedOutcomes = field(init=False, repr=False)
+    #: The analyst's tables' columns as the catalog shows them, once a probe needs them.
+    _shown: TableColumns | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.unrecorded = UnrecordedOutcomes(self.ledger)
@@ -140,6 +148,16 @@ class Pipeline:
             )
         except StateStoreError as error:  # recording a refusal failed
             raise ledger_failure(error) from None
+        return self._columns(query_plan, report)
+
+    def _columns(self, query_plan: Plan, report: Report) -> tuple[ColumnDescription, ...]:
+        """The columns of the plan's answer: a row-level probe's (proxy.empty_answers), or
+        those of its post-processing, with their interval columns (``report``)."""
+        no_rows = query_plan.no_rows
+        if no_rows is not None and no_rows.columns is not None:
+            if self._shown is None:
+                self._shown = table_columns(self.catalog, self.declared)
+            return probe_columns(no_rows.columns, self._shown)
 
         def columns() -> tuple[ColumnDescription, ...]:
             try:
@@ -267,6 +285,10 @@ class Pipeline:
         query_plan = await self._plan(
             asker, sql, epsilon, mechanism, delta, bias_check=bias_check, time_zone=time_zone
         )
+        if query_plan.no_rows is not None:  # LIMIT 0, WHERE 1 = 0 …: free, nothing runs
+            return await self._without_rows(
+                query_plan, asker, attempt, token, link=link, report=report, started=started
+            )
         cost = self.costs.get(
             query_plan, (epsilon, delta), lambda: charge_for(query_plan, epsilon, delta)
         )
@@ -356,6 +378,40 @@ class Pipeline:
             report=report,
             bias_check=bias_check,
         )
+
+    async def _without_rows(
+        self,
+        query_plan: Plan,
+        asker: Asker,
+        attempt: Attempt,
+        token: CancelToken,
+        *,
+        link: ClientLink | None,
+        report: Report,
+        started: float,
+    ) -> StatementResult:
+        """A query whose SQL text alone shows that its answer has no rows, planned and
+        checked: its columns, free (proxy.empty_answers). Stopped (free) as a cached
+        answer is by a cancel request or a client gone first."""
+        no_rows = query_plan.no_rows
+        if no_rows is None:
+            raise QueryError(INTERNAL_ERROR, "internal error: the query may have rows")
+        columns = self._columns(query_plan, report)
+        if link is not None and link.gone:
+            token.cancel(CLIENT_DISCONNECT)
+        await stop_if_canceled(asker, attempt, token, refuse=self._refuse)
+        answer = await answer_without_rows(
+            no_rows,
+            columns,
+            asker=asker,
+            attempt=attempt,
+            elapsed_ms=lambda: _ms_since(started),
+            ledger=self.ledger,
+            refuse=self._refuse,
+        )
+        if link is not None:  # the server writes it at once, and says if it could
+            link.expect_answer(partial(cached_answer_not_written, attempt))
+        return answer
 
     async def _run_charged(
         self,

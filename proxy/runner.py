@@ -156,6 +156,7 @@ async def run(settings: Settings, on_ready: Callable[[int], None]) -> None:
             OpenDPNoise(),
             PostProcessor(order.collation),
             answers=answer_cache(settings.backend),
+            declared=declared,
         )
         app = DpproxyApp(
             settings,

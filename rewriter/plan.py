@@ -21,6 +21,7 @@ from decimal import Decimal
 from rewriter.bias import Check, average_hints, check_findings, combined
 from rewriter.derived_intervals import DerivedInterval, Noisy, Span, level
 from rewriter.mechanisms import DiscreteGaussian, DiscreteLaplace, NoiseSource
+from rewriter.no_rows import NoRows
 from rewriter.partition_selection import PartitionSelection
 from rewriter.passes.aggregates import Aggregate
 from rewriter.passes.constants import Constant
@@ -107,6 +108,9 @@ class Plan:
     #: some out by the keys and constants alone (``rewriter.passes.where_cells``); None:
     #: every cell of the domains.
     cells: tuple[tuple[DomainValue, ...], ...] | None = None
+    #: The SQL text alone shows that the answer has no rows (``rewriter.no_rows``): the
+    #: proxy answers its columns, free, and runs nothing. None for every other query.
+    no_rows: NoRows | None = None
 
     @property
     def gaussian(self) -> bool:

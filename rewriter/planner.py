@@ -16,6 +16,7 @@ from rewriter.bias import CHECK_SHARE, Check
 from rewriter.catalog import Catalog
 from rewriter.errors import Rejected, readable
 from rewriter.mechanisms import DiscreteGaussian, DiscreteLaplace
+from rewriter.no_rows import NoRows, outer_no_rows, row_probe
 from rewriter.parse import parse_statement
 from rewriter.partition_selection import PartitionSelection
 from rewriter.passes.aggregates import find_aggregates
@@ -28,7 +29,7 @@ from rewriter.passes.check_predicate import check_predicate
 from rewriter.passes.check_shape import check_shape
 from rewriter.passes.collations import default_collation
 from rewriter.passes.constants import constants, zone_probe
-from rewriter.passes.current_time import current_time
+from rewriter.passes.current_time import constant_dates, current_time
 from rewriter.passes.distinct import check_distinct_delta, distinct
 from rewriter.passes.engine_limits import check_engine_limits
 from rewriter.passes.group_keys import domain_cells, from_data, group_keys
@@ -151,11 +152,31 @@ def _plan(sql: str, catalog: Catalog, request: PlanRequest) -> Plan:
     cast_constants(statement)
     time_constants(statement, request.time_zone)
     clock = current_time(statement, request.now, request.time_zone)
+    constant_dates(statement)
     written = written_texts(statement) if clock else {}
     try:
-        return _planned(statement, catalog, request, clock=clock)
+        return _marked_no_rows(statement, catalog, request, clock=clock)
     except Rejected as rejection:  # quoting CURRENT_DATE, not the date it stood for
         raise restore_written(rejection, written) from None
+
+
+def _marked_no_rows(
+    statement: exp.Expr, catalog: Catalog, request: PlanRequest, *, clock: bool
+) -> Plan:
+    """The plan, marked (``no_rows``) when the SQL text alone shows that its answer has no
+    rows (``rewriter.no_rows``). A row-level probe is planned as the count of its rows."""
+    empty = outer_no_rows(statement)
+    if empty is None:
+        return _planned(statement, catalog, request, clock=clock)
+    probe = row_probe(statement)
+    if probe is not None:
+        made = _planned(probe.counted, catalog, request, clock=clock)
+        return replace(made, no_rows=NoRows(empty.reason, probe.columns(catalog)))
+    # A DP query's own WHERE does not count: its answer may have rows all the same. (The
+    # first thing _planned does is this, before it changes the statement.)
+    counts = not empty.by_where or released_source(statement, catalog) is not None
+    made = _planned(statement, catalog, request, clock=clock)
+    return replace(made, no_rows=NoRows(empty.reason)) if counts else made
 
 
 def _planned(statement: exp.Expr, catalog: Catalog, request: PlanRequest, *, clock: bool) -> Plan:

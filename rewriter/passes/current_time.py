@@ -36,6 +36,7 @@ from typing import TypeVar
 
 from sqlglot import exp
 
+from rewriter.datetime_input import read_moment
 from rewriter.errors import Rejected
 from rewriter.written_text import marked
 from rewriter.zones import ZONE_HINT, sql_zone
@@ -217,6 +218,9 @@ def _value(node: exp.Expr, clock: _Clock) -> _Value:
         raise _NotFolded
     if isinstance(node, exp.Interval):
         return _interval(node)
+    moment = _moment_literal(node)
+    if moment is not None:
+        return moment
     if isinstance(node, exp.Cast) and not node.to.expressions:
         return _cast(_value(node.this, clock), node.to, clock)
     if isinstance(node, exp.Add | exp.Sub):
@@ -233,6 +237,61 @@ def _value(node: exp.Expr, clock: _Clock) -> _Value:
         name = unit.name.lower() if isinstance(unit, exp.Var | exp.Literal) else ""
         return _truncated(_value(node.this, clock), name, clock)
     raise _NotFolded
+
+
+def _moment_literal(node: exp.Expr) -> dt.date | None:
+    """``DATE '2024-01-31'`` or ``TIMESTAMP '2024-01-31 08:00'`` (a cast of a quoted text),
+    as PostgreSQL's input reads it (``datetime_input``: a date reads the date's fields, a
+    timestamp ignores an offset), within the years 1 to 9999; None for anything else."""
+    if not (
+        isinstance(node, exp.Cast)
+        and not node.to.expressions
+        and node.to.this in (exp.DataType.Type.DATE, exp.DataType.Type.TIMESTAMP)
+        and type(node.this) is exp.Literal
+        and node.this.is_string
+    ):
+        return None
+    moment = read_moment(node.this.name)
+    if moment is None:
+        return None
+    if node.to.this == exp.DataType.Type.DATE:
+        return moment.date
+    return moment.local
+
+
+def constant_dates(tree: exp.Expr) -> None:
+    """Pass 0, after ``current_time``: date and timestamp literals with days or an interval
+    added or subtracted (``DATE '2024-01-31' + INTERVAL '1 month'``, a BI tool's filter),
+    computed here as ``current_time`` computes CURRENT_DATE's, in place: a literal, which
+    the passes after this one compare with a date or timestamp column as any other.
+    Anything not computed here (a time zone, date_trunc of a date, years beyond 9999) is
+    left as written."""
+    roots = [n for n in tree.walk() if _moment_literal(n) is not None and _in_arithmetic(n)]
+    clock = _Clock(dt.datetime.now(dt.UTC), zoneinfo.ZoneInfo("UTC"))  # no instant is made
+    for node in roots:
+        if node.root() is not tree:
+            continue  # inside one replaced already
+        best: exp.Expr | None = None
+        value: dt.date | None = None
+        current: exp.Expr | None = node.parent
+        while current is not None and not isinstance(current, exp.Select | exp.Subquery):
+            try:
+                found = _value(current, clock)
+            except _NotFolded:
+                break
+            if not isinstance(found, dt.date):  # an instant, or days: not written here
+                break
+            best, value = current, found
+            current = current.parent
+        if best is not None and value is not None:
+            best.replace(marked(_literal(value), best))
+
+
+def _in_arithmetic(node: exp.Expr) -> bool:
+    parent = node.parent
+    while isinstance(parent, exp.Paren):
+        parent = parent.parent
+    return isinstance(parent, exp.Add | exp.Sub)
 
 
 def _interval(node: exp.Interval) -> _Interval:
