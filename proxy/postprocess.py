@@ -9,7 +9,6 @@ rewriter.passes.post_process for the two deliberate differences from PostgreSQL)
 from __future__ import annotations
 
 import datetime as dt
-import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from functools import lru_cache
 import duckdb
 
 from proxy.collated_runs import CollatedRuns
+from proxy.float_text import float4_text, float8_text
 from proxy.seam import ColumnDescription
 from rewriter import Accuracy, Release
 from rewriter.derived_intervals import Span
@@ -84,7 +84,11 @@ class PostProcessor:
                 ColumnDescription(name, *_oid(release.columns[i][1]))
                 for name, i in zip(names, positions, strict=True)
             )
-            rows = tuple(tuple(format_value(row[i]) for i in positions) for row in release.rows)
+            reals = [_real(release.columns[i][1]) for i in positions]
+            rows = tuple(
+                tuple(format_value(row[i], real=r) for i, r in zip(positions, reals, strict=True))
+                for row in release.rows
+            )
             return Answer(columns, rows, release.spans)
         kept = _projection(release.columns, post_sql, row_clauses=True)
         if release.spans and kept is not None and _ROW not in kept[0]:
@@ -149,8 +153,16 @@ class PostProcessor:
             raise PostProcessError(str(error), _reason(error)) from None
         finally:
             cursor.close()
-        described = tuple(ColumnDescription(str(d[0]), *_oid(str(d[1]))) for d in description)
-        return Answer(described, tuple(tuple(format_value(v) for v in row) for row in fetched))
+        kinds = [str(d[1]) for d in description]
+        described = tuple(
+            ColumnDescription(str(d[0]), *_oid(k)) for d, k in zip(description, kinds, strict=True)
+        )
+        reals = [_real(k) for k in kinds]
+        texts = tuple(
+            tuple(format_value(v, real=r) for v, r in zip(row, reals, strict=True))
+            for row in fetched
+        )
+        return Answer(described, texts)
 
 
 def _sample(kind: str, which: int) -> object:
@@ -208,6 +220,7 @@ def _projection(
 INTERVAL_SUFFIX = "_ci95"
 BIAS_SUFFIX = "_bias"
 _FLOAT8 = (701, 8)
+_FLOAT4_OID = 700
 _BOOLEAN = (16, 1)
 
 
@@ -275,22 +288,20 @@ def _oid(duckdb_type: str) -> tuple[int, int]:
     return 25, -1
 
 
-def format_value(value: object) -> str | None:
-    """A value in PostgreSQL's text format."""
+def _real(duckdb_type: str) -> bool:
+    """Whether a column of this DuckDB type is a ``real`` (``FLOAT``) to the client."""
+    return _oid(duckdb_type)[0] == _FLOAT4_OID
+
+
+def format_value(value: object, *, real: bool = False) -> str | None:
+    """A value in PostgreSQL's text format (``real``: a float of a ``real`` column, written
+    as float4out writes it; else as float8out: proxy.float_text)."""
     if value is None:
         return None
     if isinstance(value, bool):
         return "t" if value else "f"
     if isinstance(value, float):
-        if math.isnan(value):
-            return "NaN"
-        if math.isinf(value):
-            return "Infinity" if value > 0 else "-Infinity"
-        if value == 0 and math.copysign(1.0, value) < 0:
-            return "-0"  # as PostgreSQL writes it (round(-0.4::float8))
-        if value.is_integer() and abs(value) < 1e15:
-            return str(int(value))
-        return repr(value)
+        return float4_text(value) if real else float8_text(value)
     if isinstance(value, (dt.date, dt.datetime)):
         return value.isoformat(sep=" ") if isinstance(value, dt.datetime) else value.isoformat()
     if isinstance(value, Decimal):

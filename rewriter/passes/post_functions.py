@@ -75,13 +75,27 @@ POST_FUNCTIONS = (
     exp.Radians,
 )
 # mod(x, y) and x % y are exp.Mod, of the row-level allowlist (check_predicate).
+#: The text functions of post-processing (these classes exactly: post_strings), and
+#: to_char (an Anonymous: rewriter.parse).
+STRING_FUNCTIONS = (
+    exp.Left,
+    exp.Right,
+    exp.Concat,
+    exp.ConcatWs,
+    exp.Replace,
+    exp.StrPosition,
+    exp.Initcap,
+    exp.Pad,
+    exp.Repeat,
+)
 
 #: Those of the row-level allowlist that post-processing allows too (allowed_node), and
 #: these.
 ALLOWED_POST_FUNCTIONS = (
     "lower, upper, abs, coalesce, length, trim, extract, round, floor, ceil, substring, sign, "
     "greatest, least, date_trunc, width_bucket, nullif, sqrt, cbrt, power, exp, ln, log, "
-    "log10, mod, trunc, div, pi, degrees, radians"
+    "log10, mod, trunc, div, pi, degrees, radians, left, right, concat, concat_ws, replace, "
+    "position, strpos, initcap, lpad, rpad, repeat, to_char (of a date or timestamp key)"
 )
 POST_FUNCTIONS_HINT = (
     f"allowed functions in the select list, HAVING and ORDER BY: {ALLOWED_POST_FUNCTIONS}"
@@ -115,7 +129,12 @@ def is_post_function(node: exp.Expr) -> bool:
 
 
 def allowed_post_node(node: exp.Expr) -> bool:
-    """A node of post-processing: the row-level allowlist and these functions."""
+    """A node of post-processing: the row-level allowlist, these functions and the text
+    functions (post_strings)."""
+    if type(node) in STRING_FUNCTIONS:
+        return True
+    if isinstance(node, exp.Anonymous) and node.name.lower() == "to_char":
+        return True
     return allowed_node(node) or is_post_function(node)
 
 
@@ -184,6 +203,8 @@ def kind(node: exp.Expr, columns: ColumnKinds) -> Kind:
         return Kind.NUMERIC if kind(node.this, columns) is Kind.NUMERIC else Kind.DOUBLE
     if isinstance(node, exp.IntDiv):
         return Kind.NUMERIC
+    if type(node) is exp.StrPosition:
+        return Kind.INTEGER
     if isinstance(node, ROUNDING):
         return rounding_kind(node, kind(node.this, columns))
     if isinstance(node, exp.Window):

@@ -10,7 +10,8 @@ is not truncated to an integer), and dividing by zero gives NULL instead of an e
 a zero can come from the noise (``mod`` and ``div`` alike). A cast to ``numeric`` reads
 the value's decimal digits, as PostgreSQL does (``post_numeric``); sqrt, power, ln and the
 other numeric functions are computed as PostgreSQL computes them, errors included
-(``post_functions``).
+(``post_functions``); values turned to text and the text functions as PostgreSQL writes
+and computes them (``post_strings``, ``post_text``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from rewriter.passes.like_escapes import like_escapes
 from rewriter.passes.post_functions import plain_div, post_functions
 from rewriter.passes.post_kinds import ColumnKinds, released_kinds
 from rewriter.passes.post_numeric import numeric_casts
+from rewriter.passes.post_reals import widened_reals
+from rewriter.passes.post_strings import post_strings
 
 RELEASED = "released"
 
@@ -45,7 +48,9 @@ def post_query(post: PostQuery, integers: Collection[str] = ()) -> str:
     if post.having is not None:
         query = query.where(written(post.having, "HAVING"), copy=False)
     if post.order is not None:
-        order = numeric_casts(plain_div(post.order.copy()), integers)
+        order = widened_reals(plain_div(post.order.copy()), kinds)
+        order = post_strings(order, kinds, "ORDER BY")
+        order = numeric_casts(order, integers)
         query.set("order", post_functions(order, kinds, "ORDER BY"))
     if post.limit is not None:
         query = query.limit(post.limit, copy=False)
@@ -58,10 +63,12 @@ def post_written(
     node: exp.Expr, integers: Collection[str], kinds: ColumnKinds, where: str
 ) -> exp.Expr:
     """An expression of post-processing as DuckDB computes what PostgreSQL would (a copy):
-    exact division, numeric casts, functions (post_functions); Rejected for a function
-    PostgreSQL computes otherwise."""
-    divided = safe_division(plain_div(node.copy()))
-    return post_functions(numeric_casts(divided, integers), kinds, where)
+    exact division, reals beside other types in double precision (post_reals), texts
+    (post_strings), numeric casts, functions (post_functions);
+    Rejected for a function PostgreSQL computes otherwise."""
+    divided = widened_reals(safe_division(plain_div(node.copy())), kinds)
+    texts = post_strings(divided, kinds, where)
+    return post_functions(numeric_casts(texts, integers), kinds, where)
 
 
 def safe_division(node: exp.Expr) -> exp.Expr:

@@ -39,6 +39,15 @@ SELECTS = [
     # Operators sqlglot reads as it reads a call (^ and power, |/ and sqrt, AND): unnamed.
     "COUNT(*) ^ 2, |/ COUNT(*), ||/ COUNT(*), cbrt(COUNT(*)), POWER(COUNT(*), 2)",
     "COUNT(*) > 1 AND COUNT(*) < 1e6, COUNT(*) > 1 OR SUM(stay) > 2, NOT COUNT(*) > 1",
+    # SQL syntax read as another function (position(a IN b) is sqlglot's StrPosition).
+    "position('a' in department), POSITION('e' IN department), strpos(department, 'a'), "
+    "position ('a' in department) + 1, position('a' in department) AS p, COUNT(*)",
+    "left(department, 2), right(department, 2), replace(department, 'a', 'b'), "
+    "initcap(department), lpad(department, 3), rpad(department, 3), repeat(department, 2), "
+    "COUNT(*)",
+    "concat_ws('-', department, 'x'), concat(department), department || 'x', COUNT(*)",
+    "COUNT(*)::real, COUNT(*)::float4, COUNT(*)::real / 3, CAST(COUNT(*) AS real), "
+    "COUNT(*)::real::text",
 ]
 GROUPED = [
     ("substr(department, 1, 1)", "substr(department, 1, 1), COUNT(*)"),
