@@ -24,6 +24,7 @@ import dataclasses
 import itertools
 import math
 from dataclasses import dataclass
+from decimal import Decimal
 
 from sqlglot import exp
 
@@ -124,6 +125,8 @@ def _key(name: str, target: exp.Expr, scope: Scope, data_keys: bool) -> GroupKey
         found = data_key(target, scope)
         expression = resolved if found.expression is None else found.expression
         return GroupKey(name, expression, None, found.sql_type, written_form(target, scope))
+    if type(resolved.unnest()) is exp.Literal:  # GROUP BY 'x' is no SQL: the typed constant
+        resolved = exp.cast(resolved.unnest().copy(), sql_type)
     return GroupKey(name, resolved, domain, sql_type, written_form(target, scope))
 
 
@@ -324,7 +327,15 @@ def _constant(node: exp.Expr) -> tuple[tuple[DomainValue, ...], str] | None:
     """A constant key: a whole number, a text, a boolean or NULL cast to its own type
     (``GROUP BY $1``, which ``proxy.parameters`` binds as ``CAST(1 AS INT)``, or ``GROUP
     BY 'x'::text``). As in PostgreSQL it groups by a constant, one group; its value is
-    public: its domain. None for anything else (a bare ``GROUP BY 1`` names a column)."""
+    public: its domain. So is a quoted text or a whole number of the select list that the
+    GROUP BY names by position or name (``SELECT 'x' AS k … GROUP BY 1``, psycopg's
+    ``SELECT %s AS k … GROUP BY 1``). None for anything else (a bare ``GROUP BY 1`` names a
+    column)."""
+    if type(node) is exp.Literal:
+        value = _literal(node, node)
+        if isinstance(value, str):
+            return (value,), "VARCHAR"
+        return ((value,), "BIGINT") if isinstance(value, int) else None
     if not isinstance(node, exp.Cast) or node.to.expressions:
         return None
     sql_type = _CONSTANT_TYPES.get(node.to.this)
@@ -409,7 +420,18 @@ def _literal(node: exp.Expr, original: exp.Expr) -> DomainValue:
     if isinstance(node, exp.Literal):
         if node.is_string:
             return str(node.this)
-        return int(node.this) if node.is_int else float(node.this)
+        if node.is_int:
+            return int(node.this)
+        number = float(node.this)
+        # A number a double does not hold (0.1234500000000000001): PostgreSQL compares
+        # the numeric exactly, and the cell written as the double would hold no row.
+        if not math.isfinite(number) or Decimal(repr(number)) != Decimal(str(node.this)):
+            raise Rejected(
+                f"the constant {node.this} in GROUP BY has more digits than a double "
+                "precision value holds",
+                hint="write it with at most 15 significant digits",
+            )
+        return number
     if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
         value = _literal(node.this, original)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
