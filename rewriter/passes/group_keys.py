@@ -225,7 +225,7 @@ def _domain(key: exp.Expr, scope: Scope, original: exp.Expr) -> tuple[tuple[Doma
         branches = [b.args["true"] for b in node.args.get("ifs", [])]
         default = node.args.get("default")
         for branch in [*branches, *([default] if default is not None else [])]:
-            values.append(_literal(branch, original))
+            values.append(_cell_literal(branch, original))
         if default is None and not _exhaustive(node):
             values.append(None)
         unique = tuple(dict.fromkeys(values))
@@ -422,21 +422,33 @@ def _literal(node: exp.Expr, original: exp.Expr) -> DomainValue:
             return str(node.this)
         if node.is_int:
             return int(node.this)
-        number = float(node.this)
-        # A number a double does not hold (0.1234500000000000001): PostgreSQL compares
-        # the numeric exactly, and the cell written as the double would hold no row.
-        if not math.isfinite(number) or Decimal(repr(number)) != Decimal(str(node.this)):
-            raise Rejected(
-                f"the constant {node.this} in GROUP BY has more digits than a double "
-                "precision value holds",
-                hint="write it with at most 15 significant digits",
-            )
-        return number
+        return float(node.this)
     if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
         value = _literal(node.this, original)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return -value
     raise _NoDomain("CASE branches that are all constants")
+
+
+def _cell_literal(node: exp.Expr, original: exp.Expr) -> DomainValue:
+    """A CASE branch's constant, a cell of the key's domain: a number a double does not
+    hold (0.1234500000000000001) is refused, as PostgreSQL compares the numeric exactly
+    and the cell, written as the double, would hold no row."""
+    value = _literal(node, original)
+    number = node.unnest()
+    number = number.this if isinstance(number, exp.Neg) else number
+    held = not isinstance(value, float) or not isinstance(number, exp.Literal)
+    if not held and isinstance(value, float) and not _double_holds(value, str(number.this)):
+        raise Rejected(
+            f"the constant {number.this} in GROUP BY has more digits than a double "
+            "precision value holds",
+            hint="write it with at most 15 significant digits",
+        )
+    return value
+
+
+def _double_holds(value: float, written: str) -> bool:
+    return math.isfinite(value) and Decimal(repr(abs(value))) == Decimal(written)
 
 
 def _literal_type(values: tuple[DomainValue, ...]) -> str:
