@@ -1,5 +1,5 @@
 """The text PostgreSQL 15 writes for a ``double precision`` (float8out) or a ``real``
-(float4out), with ``extra_float_digits`` at its default of 1 or above.
+(float4out), as ``extra_float_digits`` asks.
 
 PostgreSQL (12 and later) writes a float's shortest decimal digits that read back to the
 same value (its Ryu code, ``common/d2s.c``, ``common/f2s.c``). Ryu takes a digit string
@@ -12,6 +12,12 @@ exponent is below -4 or from 15 up (a real: from 6 up, ``1.234567e+06``), and ``
 ``Infinity``, ``-Infinity``, ``-0`` as such. The same rules as
 ``rewriter.passes.post_text``, which writes them in DuckDB SQL for a value turned to text
 inside a query; this module writes the values a client receives.
+
+With ``extra_float_digits`` at 0 or below (a client's ``SET extra_float_digits = 0``, as
+before PostgreSQL 12), PostgreSQL writes instead printf's ``%.*g`` of ``DBL_DIG`` (15; a
+real: ``FLT_DIG``, 6) plus ``extra_float_digits`` significant digits, at least 1:
+``1.23456789012346e+17``, ``0.3``; C's printf and Python's ``%g`` both round the exact
+binary value, so they agree.
 """
 
 from __future__ import annotations
@@ -35,15 +41,35 @@ _FLOAT4 = struct.Struct("<f")
 _BITS4 = struct.Struct("<I")
 
 
-def float8_text(value: float) -> str:
+#: PostgreSQL's default extra_float_digits (and its range: -15 to 3).
+DEFAULT_EXTRA_FLOAT_DIGITS = 1
+#: The significant digits of %g at extra_float_digits 0 (C's DBL_DIG, FLT_DIG).
+_DBL_DIG = 15
+_FLT_DIG = 6
+
+
+def float8_text(value: float, extra_float_digits: int = DEFAULT_EXTRA_FLOAT_DIGITS) -> str:
     """PostgreSQL's text of a ``double precision``."""
+    if extra_float_digits <= 0:
+        return _printed(value, _DBL_DIG + extra_float_digits)
     return _text(value, _DOUBLE)
 
 
-def float4_text(value: float) -> str:
+def float4_text(value: float, extra_float_digits: int = DEFAULT_EXTRA_FLOAT_DIGITS) -> str:
     """PostgreSQL's text of a ``real`` (``value``: a float32's value, as DuckDB returns a
     FLOAT; any other double is first rounded to the nearest real, as a cast does)."""
+    if extra_float_digits <= 0:
+        return _printed(_as_real(value), _FLT_DIG + extra_float_digits)
     return _text(_as_real(value), _REAL)
+
+
+def _printed(value: float, precision: int) -> str:
+    """PostgreSQL's pg_strfromd: ``%.*g`` of ``precision`` (at least 1) digits."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    return f"{value:.{max(precision, 1)}g}"
 
 
 def _text(value: float, form: _Format) -> str:

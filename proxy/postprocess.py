@@ -18,7 +18,7 @@ from functools import lru_cache
 import duckdb
 
 from proxy.collated_runs import CollatedRuns
-from proxy.float_text import float4_text, float8_text
+from proxy.float_text import DEFAULT_EXTRA_FLOAT_DIGITS, float4_text, float8_text
 from proxy.seam import ColumnDescription
 from rewriter import Accuracy, Release
 from rewriter.derived_intervals import Span
@@ -293,15 +293,20 @@ def _real(duckdb_type: str) -> bool:
     return _oid(duckdb_type)[0] == _FLOAT4_OID
 
 
-def format_value(value: object, *, real: bool = False) -> str | None:
+def format_value(
+    value: object, *, real: bool = False, extra_float_digits: int = DEFAULT_EXTRA_FLOAT_DIGITS
+) -> str | None:
     """A value in PostgreSQL's text format (``real``: a float of a ``real`` column, written
-    as float4out writes it; else as float8out: proxy.float_text)."""
+    as float4out writes it; else as float8out: proxy.float_text, under the session's
+    ``extra_float_digits``)."""
     if value is None:
         return None
     if isinstance(value, bool):
         return "t" if value else "f"
     if isinstance(value, float):
-        return float4_text(value) if real else float8_text(value)
+        if real:
+            return float4_text(value, extra_float_digits)
+        return float8_text(value, extra_float_digits)
     if isinstance(value, (dt.date, dt.datetime)):
         return value.isoformat(sep=" ") if isinstance(value, dt.datetime) else value.isoformat()
     if isinstance(value, Decimal):

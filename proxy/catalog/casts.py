@@ -5,12 +5,19 @@ PostgreSQL shows a regclass (regtype, regnamespace) as a name but compares it as
 so a reg* cast becomes an OID, or the name the emulation's macros look up where the
 value is shown. A cast to a type the catalog does not know is refused rather than left
 for DuckDB to read some other way.
+
+A cast to ``varchar(n)`` keeps the first n characters, one to ``char(n)`` (``char`` is
+``char(1)``) pads them with spaces to n where the value is shown: PostgreSQL's bpchar,
+whose trailing spaces do not count elsewhere (compared, concatenated, cast to text), so
+they are taken off there. A quoted text cast to bytea is read as PostgreSQL's byteain
+reads it (``'\\x0102'``: two bytes; ``'a\\000b'``: an escape), not as DuckDB reads a blob.
 """
 
 from __future__ import annotations
 
 from sqlglot import exp
 
+from proxy.catalog.bytea_input import INVALID_PARAMETER_VALUE, bytea_literal
 from proxy.catalog.functions import macro_call
 from proxy.catalog.number_casts import rewrite_number_cast
 from proxy.catalog.refusal import CatalogRefused
@@ -20,6 +27,8 @@ _OID_TYPES = frozenset({"oid", "xid", "cid", "regrole", "regoper", "regoperator"
 _TEXT_TYPES = frozenset(
     {"name", "text", "varchar", "bpchar", "char", '"char"', "character varying", "character"}
 )
+#: The most characters of a varchar(n) or char(n) (PostgreSQL's MaxAttrSize).
+_MAX_TEXT_LENGTH = 10485760
 _INT_TYPES = {
     "int2": "SMALLINT",
     "smallint": "SMALLINT",
@@ -48,7 +57,7 @@ def type_name(to: exp.Expression) -> str:
 
 def is_text_type(name: str) -> bool:
     """Whether the type ``name`` (type_name's) is one of PostgreSQL's text types."""
-    return name in _TEXT_TYPES or name.startswith(("varchar", "character", "bpchar"))
+    return name in _TEXT_TYPES or name.startswith(("varchar", "character", "bpchar", "char("))
 
 
 def rewrite_cast(node: exp.Cast) -> exp.Expression:
@@ -72,7 +81,9 @@ def rewrite_cast(node: exp.Cast) -> exp.Expression:
     if name in _OID_TYPES:
         return exp.cast(value, exp.DataType.build("BIGINT"))
     if is_text_type(name):
-        return exp.cast(value, exp.DataType.build("VARCHAR"))
+        return _sized_text(node, exp.cast(value, exp.DataType.build("VARCHAR")))
+    if _is_bytea(to) and isinstance(value, exp.Literal) and value.is_string:
+        return bytea_literal(value.name)
     number = rewrite_number_cast(node)
     if number is not None:
         return number
@@ -88,6 +99,73 @@ def rewrite_cast(node: exp.Cast) -> exp.Expression:
     if isinstance(to, exp.DataType) and to.this == exp.DataType.Type.USERDEFINED:
         raise CatalogRefused(f"dpproxy's catalog does not support the type {name}")
     return node
+
+
+def _is_bytea(to: exp.Expression) -> bool:
+    return isinstance(to, exp.DataType) and to.this == exp.DataType.Type.VARBINARY
+
+
+def _sized_text(node: exp.Cast, text: exp.Expression) -> exp.Expression:
+    """``text`` (the cast's value as VARCHAR) as ``node``'s type holds it: varchar(n) its
+    first n characters; char(n) (char: n = 1) those padded to n where shown, without
+    trailing spaces elsewhere, as bpchar (no length) is."""
+    to = node.args["to"]
+    if not isinstance(to, exp.DataType):
+        return text
+    kind = to.this
+    length = _type_length(to)
+    if kind == exp.DataType.Type.VARCHAR:
+        return text if length is None else exp.Left(this=text, expression=_number(length))
+    if kind not in (exp.DataType.Type.CHAR, exp.DataType.Type.NCHAR, exp.DataType.Type.BPCHAR):
+        return text
+    if length is None and kind != exp.DataType.Type.BPCHAR:
+        length = 1  # char, character: char(1)
+    if _shown(node):
+        if length is None:
+            return text
+        return exp.Pad(
+            this=exp.Left(this=text, expression=_number(length)),
+            expression=_number(length),
+            fill_pattern=exp.Literal.string(" "),
+            is_left=False,
+        )
+    kept = text if length is None else exp.Left(this=text, expression=_number(length))
+    return exp.Trim(this=kept, expression=exp.Literal.string(" "), position="TRAILING")
+
+
+def _type_length(to: exp.DataType) -> int | None:
+    """The n of varchar(n), char(n); None without one."""
+    if not to.expressions:
+        return None
+    first = to.expressions[0]
+    inner = first.this if isinstance(first, exp.DataTypeParam) else first
+    if isinstance(inner, exp.Literal) and inner.is_int:
+        length = int(inner.name)
+        name = "varchar" if to.this == exp.DataType.Type.VARCHAR else "char"
+        if length < 1:
+            raise CatalogRefused(
+                f"length for type {name} must be at least 1", sqlstate=INVALID_PARAMETER_VALUE
+            )
+        if length > _MAX_TEXT_LENGTH:
+            raise CatalogRefused(
+                f"length for type {name} cannot exceed {_MAX_TEXT_LENGTH}",
+                sqlstate=INVALID_PARAMETER_VALUE,
+            )
+        return length
+    raise CatalogRefused(f"dpproxy's catalog does not support the type {to.sql('postgres')}")
+
+
+def _number(value: int) -> exp.Expression:
+    return exp.Literal.number(value)
+
+
+def _shown(node: exp.Cast) -> bool:
+    """Whether the cast's value is an output column (of any SELECT of the query)."""
+    child: exp.Expression = node
+    parent = node.parent
+    while isinstance(parent, exp.Alias | exp.Paren):
+        child, parent = parent, parent.parent
+    return isinstance(parent, exp.Select) and child.arg_key == "expressions"
 
 
 def _array_of_text(value: exp.Expression) -> exp.Expression:

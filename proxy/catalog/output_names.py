@@ -12,6 +12,77 @@ from sqlglot import exp
 
 from proxy.catalog.casts import type_name
 
+#: PostgreSQL's names of the functions sqlglot reads as a node of another name, by node:
+#: each of a different length, told apart by the length of the name the call was written
+#: with (sqlglot keeps where it stood, not the name); the first is taken otherwise (a call
+#: read by a parser of its own: string_agg, json_agg; var_samp is read as variance, whose
+#: name has its length).
+_CALLED_NAMES: dict[type[exp.Expression], tuple[str, ...]] = {
+    exp.StrPosition: ("strpos",),
+    exp.Substring: ("substr", "substring"),
+    exp.Ceil: ("ceil", "ceiling"),
+    exp.Pow: ("power", "pow"),
+    exp.Mod: ("mod",),
+    exp.Corr: ("corr",),
+    exp.Log: ("log", "log10"),
+    exp.Length: ("length", "char_length", "character_length"),
+    exp.Hex: ("to_hex",),
+    exp.Variance: ("variance",),
+    exp.VariancePop: ("var_pop",),
+    exp.StrToDate: ("to_date",),
+    exp.ArraySize: ("array_length",),
+    exp.ArrayConcat: ("array_cat",),
+    exp.Explode: ("unnest",),
+    exp.ExplodingGenerateSeries: ("generate_series",),
+    exp.GroupConcat: ("string_agg",),
+    exp.BitwiseAndAgg: ("bit_and",),
+    exp.BitwiseOrAgg: ("bit_or",),
+    exp.BitwiseXorAgg: ("bit_xor",),
+    exp.LogicalAnd: ("bool_and", "every"),
+    exp.LogicalOr: ("bool_or",),
+    exp.JSONArrayAgg: ("json_agg",),
+    exp.JSONObjectAgg: ("json_object_agg",),
+    exp.JSONBObjectAgg: ("jsonb_object_agg",),
+    exp.JSONExtract: ("json_extract_path",),
+    exp.JSONExtractScalar: ("json_extract_path_text",),
+    exp.Getbit: ("get_bit",),
+    exp.Rand: ("random",),
+    exp.Uuid: ("gen_random_uuid",),
+    exp.TimeFromParts: ("make_time",),
+    exp.TimestampFromParts: ("make_timestamp",),
+}
+#: The names of the same nodes written as syntax of their own, not as a call.
+_SYNTAX_NAMES: dict[type[exp.Expression], str] = {
+    exp.StrPosition: "position",  # position(a IN b)
+    exp.Substring: "substring",  # substring(a FROM b FOR c), substring(a, b, c)
+    exp.Pow: "?column?",  # a ^ b
+    exp.Mod: "?column?",  # a % b
+    exp.JSONExtract: "?column?",  # a -> b
+    exp.JSONExtractScalar: "?column?",  # a ->> b
+}
+#: The names PostgreSQL gives a cast's column (its type's own name), by sqlglot's type.
+_TYPE_NAMES: dict[exp.DType, str] = {
+    exp.DataType.Type.SMALLINT: "int2",
+    exp.DataType.Type.INT: "int4",
+    exp.DataType.Type.BIGINT: "int8",
+    exp.DataType.Type.FLOAT: "float4",
+    exp.DataType.Type.DOUBLE: "float8",
+    exp.DataType.Type.DECIMAL: "numeric",
+    exp.DataType.Type.BOOLEAN: "bool",
+    exp.DataType.Type.VARCHAR: "varchar",
+    exp.DataType.Type.CHAR: "bpchar",
+    exp.DataType.Type.NCHAR: "bpchar",
+    exp.DataType.Type.BPCHAR: "bpchar",
+    exp.DataType.Type.TIMESTAMP: "timestamp",
+    exp.DataType.Type.TIMESTAMPTZ: "timestamptz",
+    exp.DataType.Type.TIME: "time",
+    exp.DataType.Type.TIMETZ: "timetz",
+    exp.DataType.Type.INTERVAL: "interval",
+    exp.DataType.Type.VARBINARY: "bytea",
+}
+#: The most binary digits of a float(p) that is a real (FLT_MANT_DIG).
+_REAL_PRECISION = 24
+
 
 def output_names(tree: exp.Expression) -> tuple[str, ...] | None:
     """PostgreSQL's names of the output columns (DuckDB would call ``SELECT 1`` "1");
@@ -70,7 +141,7 @@ def _named(node: exp.Expression) -> tuple[str, int]:
         if strength > 1:
             return inner, strength
         to = node.args["to"]
-        return (type_name(to), 1) if isinstance(to, exp.DataType) else (inner, strength)
+        return (_type_name(to), 1) if isinstance(to, exp.DataType) else (inner, strength)
     if isinstance(node, exp.Case):
         default = node.args.get("default")
         named = _named(default) if isinstance(default, exp.Expression) else ("case", 0)
@@ -79,11 +150,56 @@ def _named(node: exp.Expression) -> tuple[str, int]:
         return "array", 2
     if isinstance(node, exp.Interval):
         return "interval", 1
+    if isinstance(node, exp.Paren | exp.Bracket):  # (x), x[1]: x's name, as PostgreSQL's
+        return _named(node.this)  # tree has no parentheses, and a subscript keeps its name
+    if isinstance(node, exp.Window | exp.WithinGroup | exp.Filter):
+        return _named(node.this)  # f(x) OVER (...), WITHIN GROUP (...), FILTER (...): f
     name = _plain_name(node)
     return name, 0 if name == "?column?" else 2
 
 
+def _type_name(to: exp.DataType) -> str:
+    """PostgreSQL's name of a cast's type, as a column's: int4 for integer, float8 for
+    double precision, varchar for character varying(5), an array's element type's."""
+    if to.this == exp.DataType.Type.ARRAY and to.expressions:
+        element = to.expressions[0]
+        return _type_name(element) if isinstance(element, exp.DataType) else type_name(to)
+    if to.this == exp.DataType.Type.DOUBLE and to.expressions:  # float(p)
+        precision = to.expressions[0]
+        if isinstance(precision, exp.DataTypeParam) and precision.this.is_int:
+            return "float4" if int(precision.this.name) <= _REAL_PRECISION else "float8"
+    found = _TYPE_NAMES.get(to.this) if isinstance(to.this, exp.DataType.Type) else None
+    if found is not None:
+        return found
+    name = type_name(to).split("(", 1)[0].strip()  # bit(3): bit
+    return name[1:-1] if name.startswith('"') and name.endswith('"') else name  # "char"
+
+
+def _function_name(node: exp.Expression) -> str | None:
+    """PostgreSQL's name of a function sqlglot reads as a node of another name; None for
+    the others."""
+    names = _CALLED_NAMES.get(type(node))
+    if names is None:
+        return None
+    start, end = node.meta.get("start"), node.meta.get("end")
+    if not (isinstance(start, int) and isinstance(end, int)):  # not written as a call
+        return _SYNTAX_NAMES.get(type(node), names[0])
+    written = end - start + 1
+    return next((name for name in names if len(name) == written), names[0])
+
+
 def _plain_name(node: exp.Expression) -> str:
+    called = _function_name(node)
+    if called is not None:
+        return called
+    if isinstance(node, exp.Trim):  # trim(...), btrim(), ltrim(), rtrim()
+        position = str(node.args.get("position") or "").upper()
+        return {"LEADING": "ltrim", "TRAILING": "rtrim"}.get(position, "btrim")
+    if isinstance(node, exp.Pad):
+        return "lpad" if node.args.get("is_left") else "rpad"
+    if isinstance(node, exp.SHA2Digest):
+        length = node.args.get("length")
+        return f"sha{length.name}" if isinstance(length, exp.Literal) else "sha256"
     if isinstance(node, exp.Column):
         return node.name
     if isinstance(node, exp.Dot) and isinstance(node.expression, exp.Anonymous):
