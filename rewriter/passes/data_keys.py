@@ -41,10 +41,13 @@ a row exists). Accepted, with the released type:
 - a date or timestamp key (a column, date_trunc, a cast) plus or minus a constant interval
   of days, weeks, hours, minutes or seconds, and date_trunc of a column so shifted
   (``rewriter.passes.shifted_keys``; Metabase's weeks from Sunday): TIMESTAMP;
+- a date key plus or minus a constant whole number of days (``visit_date + 1``), computed
+  as that shift: DATE, as in PostgreSQL;
 - ``floor(EXTRACT(epoch FROM c) / N) * N``, Grafana's bucket of N whole seconds, of a date
   or timestamp column (``rewriter.passes.epoch_keys``): BIGINT;
-- arithmetic and rounding over bounded numeric columns (``rewriter.passes.numeric_keys``):
-  BIGINT for an integer expression, DOUBLE otherwise;
+- arithmetic (``%`` of integers too) and rounding (floor, ceil, round, trunc) over bounded
+  numeric columns (``rewriter.passes.numeric_keys``): BIGINT for an integer expression,
+  DOUBLE otherwise;
 - ``CASE WHEN … THEN … END``, ``COALESCE``, ``GREATEST`` and ``LEAST`` whose values are
   these forms or constants (at least one not constant), of one type: that type (BIGINT and
   DOUBLE together give DOUBLE; GREATEST and LEAST not of text, whose order depends on the
@@ -100,7 +103,15 @@ from rewriter.passes.numeric_keys import (
     skipping_nulls,
 )
 from rewriter.passes.row_functions import row_functions
-from rewriter.passes.shifted_keys import ShiftRefused, read_shift, shifted, split_shift
+from rewriter.passes.shifted_keys import (
+    MAX_DAYS,
+    Shift,
+    ShiftRefused,
+    day_shift,
+    read_shift,
+    shifted,
+    split_shift,
+)
 from rewriter.passes.shifted_keys import within_years as within_shifted_years
 from rewriter.passes.to_char_keys import to_char_key
 from rewriter.passes.value_types.moments import DATE_FIELDS, TIME_FIELDS, TRUNC_UNITS
@@ -143,10 +154,11 @@ ACCEPTED = (
     "timestamp column, a constant format); CAST(… AS DATE) and "
     "CAST(… AS TIMESTAMP) of a date or timestamp column (of a timestamp with time zone: "
     "its local time) or of date_trunc (to a date: of 'day' to 'year'); a date or timestamp "
-    "key plus or minus a constant interval of days to seconds; floor(extract(epoch from "
-    "a date or timestamp column) / N) * N for a whole N; + - * /, floor, ceil, "
-    "round(x[, d]) and abs over numeric columns with declared bounds; and CASE WHEN, "
-    "COALESCE, GREATEST, LEAST and nullif over these"
+    "key plus or minus a constant interval of days to seconds; a date key plus or minus "
+    "a constant whole number of days; floor(extract(epoch from a date or timestamp "
+    "column) / N) * N for a whole N; + - * /, % (mod) of integers, floor, ceil, "
+    "round(x[, d]), trunc(x[, d]) and abs over numeric columns with declared bounds; and "
+    "CASE WHEN, COALESCE, GREATEST, LEAST and nullif over these"
 )
 
 
@@ -273,6 +285,9 @@ class _Keys:
             return self.key(node.this)
         if split_shift(node) is not None:
             return self.shifted(node)
+        days = self.days_added(node)
+        if days is not None:
+            return days
         bucket = epoch_bucket(node)
         if bucket is not None:
             return self.epoch(bucket)
@@ -422,6 +437,7 @@ class _Keys:
             isinstance(inner, exp.Column)
             or (isinstance(inner, exp.Cast) and inner.to.this in _LOCAL_CASTS)
             or split_shift(inner) is not None  # Metabase's CAST(… + INTERVAL '-1 day' AS date)
+            or day_shift(inner) is not None  # CAST(visit_date + 1 AS DATE)
         ):
             base = self.key(inner)
         else:
@@ -557,6 +573,36 @@ class _Keys:
             )
         value = within_shifted_years(shifted(base.sql, shift))
         return _Key(exp.cast(value, exp.DataType.Type.TIMESTAMP), "TIMESTAMP", changed=True)
+
+    def days_added(self, node: exp.Expr) -> _Key | None:
+        """A date key plus or minus a constant whole number of days (``visit_date + 1``,
+        ``1 + d``, ``d - 7``): a date in PostgreSQL, computed as the date shifted by an
+        interval of that many days (``shifted_keys``), NULL outside the years 1 to 9999.
+        None when ``node`` is not a date plus or minus a whole number (numbers added)."""
+        found = day_shift(node)
+        if found is None:
+            return None
+        moment, days = found
+        try:
+            base = self.key(moment)
+        except Rejected:
+            return None  # no key of its own: the arithmetic's refusal says why
+        if base.constant or base.type not in ("DATE", "TIMESTAMP"):
+            return None
+        written = self.original.sql(dialect="postgres")
+        if base.type == "TIMESTAMP":
+            raise Rejected(
+                f"GROUP BY {written}: PostgreSQL adds a whole number of days to a date only, "
+                "not to a timestamp",
+                hint="add an interval: seen_at + INTERVAL '1 day'",
+            )
+        if abs(days) > MAX_DAYS:
+            raise Rejected(
+                f"GROUP BY {written}: a shift of more than {MAX_DAYS:,} days is not supported",
+                hint="for example visit_date + 7",
+            )
+        value = within_shifted_years(shifted(base.sql, Shift(days, 0)))
+        return _Key(exp.cast(value, exp.DataType.Type.DATE), "DATE", changed=True)
 
     def epoch(self, bucket: EpochBucket) -> _Key:
         """Grafana's ``floor(EXTRACT(epoch FROM c) / N) * N`` (``epoch_keys``): BIGINT,

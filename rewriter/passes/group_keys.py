@@ -1,6 +1,7 @@
 """Pass 3: resolve GROUP BY keys and the public domain of values each key may release.
 
-A key's public domain is a column's declared ``domain``, the literal results of a CASE,
+A key's public domain is a column's declared ``domain`` (and NULL for a column a LEFT
+JOIN may fill with NULLs: ``rewriter.passes.outer_nulls``), the literal results of a CASE,
 true/false for a condition, or the buckets of ``width_bucket`` with constant arguments.
 When every key has one, every cell of the domains is released (empty groups included, with
 noise); values outside it are dropped in the database.
@@ -30,6 +31,7 @@ from sqlglot import exp
 
 from rewriter.catalog import ColumnType
 from rewriter.errors import Rejected
+from rewriter.passes.boolean_text import as_texts, boolean_text
 from rewriter.passes.check_predicate import check_predicate
 from rewriter.passes.check_shape import QueryShape
 from rewriter.passes.data_keys import (
@@ -41,6 +43,7 @@ from rewriter.passes.data_keys import (
     one_key_per_instant,
 )
 from rewriter.passes.numeric_keys import computes
+from rewriter.passes.outer_nulls import outer_nullable
 from rewriter.passes.row_functions import nullif_parts
 from rewriter.passes.zoned_keys import zoned_value
 from rewriter.scope import Scope
@@ -69,8 +72,9 @@ class GroupKey:
 def group_keys(shape: QueryShape, *, data_keys: bool = False) -> tuple[GroupKey, ...]:
     """The GROUP BY keys. ``data_keys``: whether keys without a public domain are allowed
     (the query may spend δ > 0 on partition selection)."""
+    outer = outer_nullable(shape) if shape.group else frozenset[str]()
     found = [
-        _zoned(_key(f"k{index}", _dereference(item, shape), shape.scope, data_keys))
+        _zoned(_key(f"k{index}", _dereference(item, shape), shape.scope, data_keys, outer))
         for index, item in enumerate(shape.group)
     ]
     # A key listed twice (GROUP BY sex, sex; GROUP BY 1, sex) groups as once, as in
@@ -87,7 +91,11 @@ def group_keys(shape: QueryShape, *, data_keys: bool = False) -> tuple[GroupKey,
     return tuple(keys)
 
 
-def _key(name: str, target: exp.Expr, scope: Scope, data_keys: bool) -> GroupKey:
+def _key(
+    name: str, target: exp.Expr, scope: Scope, data_keys: bool, outer: frozenset[str]
+) -> GroupKey:
+    """``outer``: the aliases of the sources a LEFT JOIN may fill with NULLs
+    (``rewriter.passes.outer_nulls``)."""
     try:
         resolved = check_predicate(target, scope, "GROUP BY")
     except Rejected:
@@ -118,7 +126,7 @@ def _key(name: str, target: exp.Expr, scope: Scope, data_keys: bool) -> GroupKey
         if isinstance(unwrapped, exp.WidthBucket):
             domain, sql_type = _bucket_domain(unwrapped)
         else:
-            domain, sql_type = _domain(resolved, scope, target)
+            domain, sql_type = _domain(resolved, scope, target, outer)
     except _NoDomain as missing:
         if not data_keys:
             raise _no_domain(target, missing.what) from None
@@ -200,26 +208,36 @@ def _dereference(item: exp.Expr, shape: QueryShape) -> exp.Expr:
     return item
 
 
-def _domain(key: exp.Expr, scope: Scope, original: exp.Expr) -> tuple[tuple[DomainValue, ...], str]:
+def _domain(
+    key: exp.Expr, scope: Scope, original: exp.Expr, outer: frozenset[str]
+) -> tuple[tuple[DomainValue, ...], str]:
     node = key.this if isinstance(key, exp.Paren) else key
     node = _uncast(node, scope)
     constant = _constant(node)
     if constant is not None:
         return constant
+    condition = boolean_text(node)  # (cost > 1000)::text: 'true', 'false' (and NULL)
+    if condition is not None:
+        return as_texts(_domain(condition, scope, original, outer)[0]), "VARCHAR"
     if isinstance(node, exp.Column):
         column = scope.info(node)
         if column.policy.domain is not None:
             # A timestamp with time zone's domain lists local times (its released values).
             one_key_per_instant(node, original, "the column itself")
-            return tuple(column.policy.domain), KEY_TYPES.get(column.type, "VARCHAR")
+            declared: tuple[DomainValue, ...] = tuple(column.policy.domain)
+            if node.table in outer:
+                # NULL for the rows a LEFT JOIN kept without a match: one more cell, always
+                # released (a NULL a protected table holds is left out, as before).
+                declared = (*declared, None)
+            return declared, KEY_TYPES.get(column.type, "VARCHAR")
         table = next(s.table.name for s in scope.sources if s.alias == node.table)
         where = f"[tables.{table}.columns.{column.name}]"
         raise _NoDomain(f"a public domain (domain = [...] in {where})")
     parts = nullif_parts(node)
     if parts is not None:
-        return _nullif_domain(*parts, scope, original)
+        return _nullif_domain(*parts, scope, original, outer)
     if isinstance(node, exp.Coalesce):
-        return _coalesce_domain(node, scope, original)
+        return _coalesce_domain(node, scope, original, outer)
     if isinstance(node, exp.Case):
         values: list[DomainValue] = []
         branches = [b.args["true"] for b in node.args.get("ifs", [])]
@@ -355,11 +373,11 @@ def _constant(node: exp.Expr) -> tuple[tuple[DomainValue, ...], str] | None:
 
 
 def _nullif_domain(
-    value: exp.Expr, other: exp.Expr, scope: Scope, original: exp.Expr
+    value: exp.Expr, other: exp.Expr, scope: Scope, original: exp.Expr, outer: frozenset[str]
 ) -> tuple[tuple[DomainValue, ...], str]:
     """nullif(a, b) (``rewriter.passes.row_functions``): a's public values, and NULL; a
     constant b is left out (its rows are NULL)."""
-    domain, sql_type = _domain(value, scope, original)
+    domain, sql_type = _domain(value, scope, original, outer)
     try:
         removed: DomainValue = _literal(other, original)
     except _NoDomain:
@@ -373,7 +391,7 @@ def _nullif_domain(
 
 
 def _coalesce_domain(
-    node: exp.Coalesce, scope: Scope, original: exp.Expr
+    node: exp.Coalesce, scope: Scope, original: exp.Expr, outer: frozenset[str]
 ) -> tuple[tuple[DomainValue, ...], str]:
     """COALESCE(a, b, …) of constants and keys with a public domain (Looker's
     ``COALESCE(CASE … END, 'Unknown')``): every value of each part but NULL, and NULL if
@@ -387,7 +405,7 @@ def _coalesce_domain(
             found: tuple[DomainValue, ...] = (_literal(part.unnest(), original),)
             sql_type = _literal_type(found) if found != (None,) else None
         except _NoDomain:
-            found, sql_type = _domain(part, scope, original)
+            found, sql_type = _domain(part, scope, original, outer)
         values += [v for v in found if v is not None]
         nullable = nullable and None in found
         if sql_type is not None and any(v is not None for v in found):

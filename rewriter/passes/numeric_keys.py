@@ -22,6 +22,11 @@ value. So:
   two as doubles, truncated, which is exact because both lie within ±2^52. ``round(x, d)``
   is x·10^d rounded half away from zero in double precision, then divided by 10^d
   (PostgreSQL has no round(double, d), and rounds doubles half to even);
+- integer % integer (``mod(x, n)`` too) has the sign of the dividend on both engines, as
+  in PostgreSQL; % of anything else is refused (PostgreSQL has no % of a double, and a
+  numeric's remainder is exact where a double's is not). ``trunc(x, d)`` of a DOUBLE
+  treats x·10^d within 2^-50 below a whole number as that number, as PostgreSQL's
+  trunc(numeric, d) of the decimal the double stands for (``_Builder.truncate``);
 - the key is released as BIGINT when it is an integer expression and as DOUBLE otherwise,
   with -0 released as 0 (``canonical_double``).
 """
@@ -50,7 +55,19 @@ from rewriter.sql_values import (
 from rewriter.underflow import flushed_bounds
 
 #: Nodes that compute on numbers: a key with one of them over a column is a numeric key.
-COMPUTING = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Neg, exp.Floor, exp.Ceil, exp.Round, exp.Abs)
+COMPUTING = (
+    exp.Add,
+    exp.Sub,
+    exp.Mul,
+    exp.Div,
+    exp.Mod,
+    exp.Neg,
+    exp.Floor,
+    exp.Ceil,
+    exp.Round,
+    exp.Trunc,
+    exp.Abs,
+)
 MAX_DIGITS = MAX_ROUND_DIGITS
 MAX_KEY_SQL = 50_000  # characters of one key's SQL
 _INTEGER = re.compile(r"\d+")
@@ -293,6 +310,8 @@ class _Builder:
             return _Number(wrap(inner.sql), wrap(inner.check), inner.integer)
         if isinstance(node, exp.Div):
             return self.divide(node)
+        if isinstance(node, exp.Mod):
+            return self.remainder(node)
         if isinstance(node, (exp.Add, exp.Sub, exp.Mul)):
             left, right = self.number(node.this), self.number(node.expression)
             if left.null or right.null:
@@ -311,6 +330,8 @@ class _Builder:
             return _same(node.__class__, [inner], False)
         if isinstance(node, exp.Round) and not _extra(node, "truncate"):
             return self.round(node)
+        if isinstance(node, exp.Trunc):
+            return self.truncate(node)
         if isinstance(node, (exp.Coalesce, exp.Greatest, exp.Least)):
             # Both engines skip NULL arguments of all three.
             parts = [self.number(a) for a in [node.this, *node.expressions]]
@@ -369,45 +390,59 @@ class _Builder:
         left, right = self.number(node.this), self.number(node.expression)
         if left.null or right.null:
             return _NULL
-        a, b = left.double(), right.double()
-
-        def quotient(x: exp.Expr, y: exp.Expr) -> exp.Expr:
-            divisor = exp.func("NULLIF", y, exp.Literal.number(0))  # defence in depth
-            return exp.Div(this=_p(x), expression=divisor)
-
-        real = _Number(quotient(a.sql, b.sql), quotient(a.check, b.check), False)
+        real = _quotient(left, right)
         if not (left.integer and right.integer):
             return real
-        # PostgreSQL's integer division: the quotient truncated toward zero (TRUNC; checked
-        # as the CASE that computes the same).
-        positive = exp.GTE(this=real.check.copy(), expression=exp.Literal.number(0))
-        truncated = exp.Case(
-            ifs=[exp.If(this=positive, true=exp.Floor(this=real.check.copy()))],
-            default=exp.Ceil(this=real.check.copy()),
-        )
+        return _truncated_quotient(real)
+
+    def remainder(self, node: exp.Mod) -> _Number:
+        """``x % y`` (and ``mod(x, y)``) of integers: PostgreSQL's, of the sign of x,
+        which DuckDB's ``%`` of BIGINTs computes alike; checked as ``x - y * trunc(x /
+        y)``, the same value (so a divisor that could be 0 is refused, as for ``/``).
+        PostgreSQL has no % of a double, and a numeric's remainder is exact where one
+        computed in double precision is not: those are refused."""
+        left, right = self.number(node.this), self.number(node.expression)
+        if left.null or right.null:
+            return _NULL
+        if not (left.integer and right.integer):
+            raise Rejected(
+                f"GROUP BY {_written(self.original)}: % (mod) in a key needs whole-number "
+                "operands (integer columns and constants): PostgreSQL has no % of a double "
+                "precision value, and a decimal's remainder computed in double precision "
+                "would not be PostgreSQL's exact one",
+                hint="group by ranges instead: floor(cost / 10) * 10, or "
+                "width_bucket(cost, lo, hi, n)",
+            )
+        whole = _truncated_quotient(_quotient(left, right))
+        divisor = exp.func("NULLIF", right.sql, exp.Literal.number(0))  # defence in depth
+        multiple = exp.Mul(this=_p(right.check), expression=_p(whole.check))
         return _Number(
-            exp.cast(exp.func("TRUNC", real.sql), _BIGINT), exp.cast(truncated, _BIGINT), True
+            exp.Mod(this=_p(left.sql), expression=divisor),
+            exp.Sub(this=_p(left.check), expression=_p(multiple)),
+            True,
         )
 
-    def round(self, node: exp.Round) -> _Number:
-        inner = self.number(node.this)
+    def digits(self, node: exp.Round | exp.Trunc) -> int:
+        """The constant d of ``round(x, d)`` or ``trunc(x, d)`` (0 without one)."""
         decimals = node.args.get("decimals")
         digits = 0 if decimals is None else constant_integer(decimals, -MAX_DIGITS, MAX_DIGITS)
         if digits is None:
+            name = "round" if isinstance(node, exp.Round) else "trunc"
             raise Rejected(
-                f"GROUP BY {_written(self.original)}: round(x, d) needs a constant whole "
+                f"GROUP BY {_written(self.original)}: {name}(x, d) needs a constant whole "
                 f"number d from -{MAX_DIGITS} to {MAX_DIGITS}",
-                hint="for example round(cost, 1)",
+                hint=f"for example {name}(cost, 1)",
             )
+        return digits
+
+    def round(self, node: exp.Round) -> _Number:
+        inner = self.number(node.this)
+        digits = self.digits(node)
         if inner.null or (inner.integer and digits >= 0):
             return inner
         x = inner.double().sql
         scale = _double(10.0 ** abs(digits))
-        scaled: exp.Expr = x
-        if digits > 0:
-            scaled = exp.Mul(this=_p(x), expression=scale.copy())
-        elif digits < 0:
-            scaled = exp.Div(this=_p(x), expression=scale.copy())
+        scaled = _scaled(x, digits)
         # Half away from zero: sign(s) * floor(|s| + 0.5).
         magnitude = exp.Floor(this=exp.Add(this=_abs(scaled.copy()), expression=_double(0.5)))
         away: exp.Expr = exp.Mul(this=exp.Sign(this=scaled), expression=magnitude)
@@ -415,17 +450,75 @@ class _Builder:
             away = exp.Div(this=_p(away), expression=scale)
         elif digits < 0:
             away = exp.Mul(this=_p(away), expression=scale)
-        # Checked as round(x, d) (x / 10^-d rounded, times 10^-d, for d < 0): its interval
-        # holds every value of the above.
-        check: exp.Expr = exp.Round(
-            this=inner.double().check, decimals=exp.Literal.number(max(digits, 0))
-        )
-        if digits < 0:
-            shrunk = exp.Div(this=_p(inner.double().check), expression=scale.copy())
-            check = exp.Mul(this=exp.Round(this=shrunk), expression=scale.copy())
+        check = _rounded_check(inner, digits)
         if inner.integer:
             return _Number(exp.cast(away, _BIGINT), exp.cast(check, _BIGINT), True)
         return _Number(away, check, False)
+
+    def truncate(self, node: exp.Trunc) -> _Number:
+        """``trunc(x[, d])``: x toward zero (to d decimal places). Of an integer, itself
+        (d >= 0) or the integer quotient by 10^-d times 10^-d (d < 0), exact. Of a DOUBLE,
+        ``trunc(x)`` for d = 0 (PostgreSQL's trunc(double precision)). For d != 0
+        PostgreSQL has only trunc(numeric, d), exact on the decimal: s = x·10^d (x /
+        10^-d) is truncated, except that s within 2^-50 of its magnitude below a whole
+        number is that number. 0.29 is 0.28999999999999998 as a double, 0.29 × 100 is
+        28.999999999999996, and its truncation would give 0.28 where PostgreSQL's numeric
+        0.29 gives 0.29: a decimal of up to 15 significant digits (as PostgreSQL turns a
+        double into a numeric) lands within that margin. Checked as ``round(x, d)``, whose
+        interval holds these values."""
+        inner = self.number(node.this)
+        digits = self.digits(node)
+        if inner.null or (inner.integer and digits >= 0):
+            return inner
+        if inner.integer:
+            scale = _Number(integer(10**-digits), integer(10**-digits), True)
+            whole = _truncated_quotient(_quotient(inner, scale))
+            return _Number(
+                exp.Mul(this=_p(whole.sql), expression=scale.sql.copy()),
+                exp.Mul(this=_p(whole.check), expression=scale.check.copy()),
+                True,
+            )
+        if digits != 0 and self.of_double(node.this):
+            # As PostgreSQL, which has trunc(numeric, d) only: the double's decimal is
+            # not computed here (0.2899999999999996::numeric is 0.290000000000000).
+            raise Rejected(
+                "function trunc(double precision, integer) does not exist",
+                sqlstate="42883",
+                hint="truncate to whole numbers, trunc(x), or scale first: "
+                "trunc(x * 100) / 100, floor(x * 100) / 100",
+            )
+        x = inner.double().sql
+        check = _rounded_check(inner, digits)
+        if digits == 0:
+            return _Number(exp.func("TRUNC", x), check, False)
+        scaled = _scaled(x, digits)
+        magnitude = _abs(scaled.copy())
+        nearest = exp.Floor(this=exp.Add(this=magnitude.copy(), expression=_double(0.5)))
+        slack = exp.Mul(this=nearest.copy(), expression=_double(_SNAP))
+        near = exp.GTE(
+            this=magnitude.copy(), expression=exp.Sub(this=nearest.copy(), expression=slack)
+        )
+        toward_zero = exp.Case(
+            ifs=[exp.If(this=near, true=nearest)], default=exp.Floor(this=magnitude)
+        )
+        signed: exp.Expr = exp.Mul(this=exp.Sign(this=scaled), expression=toward_zero)
+        back = _double(10.0 ** abs(digits))
+        if digits > 0:
+            return _Number(exp.Div(this=_p(signed), expression=back), check, False)
+        return _Number(exp.Mul(this=_p(signed), expression=back), check, False)
+
+    def of_double(self, node: exp.Expr) -> bool:
+        """Whether PostgreSQL computes ``node`` as a double precision: it reads a double
+        or real column, or casts to one."""
+        doubles = (exp.DataType.Type.DOUBLE, exp.DataType.Type.FLOAT)
+        for part in node.walk():
+            if isinstance(part, exp.Cast) and part.to.this in doubles:
+                return True
+            if isinstance(part, exp.Column):
+                resolved = self.scope.resolve(part, "GROUP BY")
+                if self.scope.info(resolved).type is ColumnType.FLOAT:
+                    return True
+        return False
 
     def case(self, node: exp.Case) -> _Number:
         conditions: list[exp.Expr] = []
@@ -446,6 +539,56 @@ class _Builder:
             return exp.Case(ifs=ifs, default=trees[len(ifs)] if has_default else None)
 
         return _Number(made([v.sql for v in values]), made([v.check for v in values]), integer)
+
+
+#: trunc(x, d > 0) of a DOUBLE: x·10^d this close (relatively) below a whole number is it.
+_SNAP = 2.0**-50
+
+
+def _scaled(x: exp.Expr, digits: int) -> exp.Expr:
+    """x·10^d (x / 10^-d for d < 0), of a DOUBLE x."""
+    scale = _double(10.0 ** abs(digits))
+    if digits > 0:
+        return exp.Mul(this=_p(x), expression=scale)
+    if digits < 0:
+        return exp.Div(this=_p(x), expression=scale)
+    return x
+
+
+def _rounded_check(inner: _Number, digits: int) -> exp.Expr:
+    """``round(x, d)`` as interval arithmetic understands it (x / 10^-d rounded, times
+    10^-d, for d < 0): its interval holds every value of x rounded or truncated to d
+    places."""
+    if digits >= 0:
+        return exp.Round(this=inner.double().check, decimals=exp.Literal.number(digits))
+    scale = _double(10.0**-digits)
+    shrunk = exp.Div(this=_p(inner.double().check), expression=scale.copy())
+    return exp.Mul(this=exp.Round(this=shrunk), expression=scale)
+
+
+def _quotient(left: _Number, right: _Number) -> _Number:
+    """``left / right`` as DOUBLEs, the divisor NULL for 0 (defence in depth: the interval
+    check refuses a divisor that could be 0)."""
+    a, b = left.double(), right.double()
+
+    def divided(x: exp.Expr, y: exp.Expr) -> exp.Expr:
+        return exp.Div(this=_p(x), expression=exp.func("NULLIF", y, exp.Literal.number(0)))
+
+    return _Number(divided(a.sql, b.sql), divided(a.check, b.check), False)
+
+
+def _truncated_quotient(real: _Number) -> _Number:
+    """PostgreSQL's integer division: the DOUBLE quotient of two integers (within ±2^52,
+    so exact enough that truncating it is) truncated toward zero (TRUNC; checked as the
+    CASE that computes the same), as a BIGINT."""
+    positive = exp.GTE(this=real.check.copy(), expression=exp.Literal.number(0))
+    truncated = exp.Case(
+        ifs=[exp.If(this=positive, true=exp.Floor(this=real.check.copy()))],
+        default=exp.Ceil(this=real.check.copy()),
+    )
+    return _Number(
+        exp.cast(exp.func("TRUNC", real.sql), _BIGINT), exp.cast(truncated, _BIGINT), True
+    )
 
 
 def _cleaned(column: exp.Column, scope: Scope) -> exp.Expr:

@@ -61,6 +61,43 @@ def split_shift(node: exp.Expr) -> tuple[exp.Expr, exp.Expr] | None:
     return None
 
 
+def day_shift(node: exp.Expr) -> tuple[exp.Expr, int] | None:
+    """(moment, days) of ``moment + n``, ``n + moment`` or ``moment - n`` for a constant
+    whole number n (a literal, negated or not, or one cast to an integer type: a driver's
+    ``CAST(1 AS INT)``), which PostgreSQL computes for a date as that many days later
+    (earlier); None for anything else. Whether ``moment`` is a date is the caller's to
+    tell (``stay + 1`` is split alike)."""
+    inner = node.unnest()
+    if isinstance(inner, exp.Add):
+        for moment, amount in ((inner.this, inner.expression), (inner.expression, inner.this)):
+            days = _whole_number(amount)
+            if days is not None:
+                return moment, days
+    if isinstance(inner, exp.Sub):
+        days = _whole_number(inner.expression)
+        if days is not None:
+            return inner.this, -days
+    return None
+
+
+def _whole_number(node: exp.Expr) -> int | None:
+    value = node.unnest()
+    if (
+        isinstance(value, exp.Cast)
+        # PostgreSQL's date + n takes an integer (a smallint widens to one; a bigint
+        # does not: operator does not exist: date + bigint).
+        and value.to.is_type(exp.DataType.Type.INT, exp.DataType.Type.SMALLINT)
+        and not value.to.expressions
+    ):
+        value = value.this.unnest()
+    sign = 1
+    if isinstance(value, exp.Neg):
+        sign, value = -1, value.this.unnest()
+    if isinstance(value, exp.Literal) and value.is_int:
+        return sign * int(value.this)
+    return None
+
+
 def read_shift(interval: exp.Expr) -> Shift:
     """The shift an interval constant (or its negation, a Neg) makes, or ShiftRefused."""
     sign = 1

@@ -12,9 +12,11 @@ conjunct is evaluated on them with everything else unknown
 (``rewriter.condition_values``). A cell is kept unless some conjunct is FALSE or NULL on
 it: then no row can have its keys, as the database computes the WHERE (every row in the
 cell has those key values), so its exact totals are 0 and leaving it out depends on no
-data and costs nothing. Conjuncts about other columns (and OR with them) are unknown,
-and keep the cell. ``WHERE false`` leaves no cell; a query without GROUP BY keeps its one
-row, as in PostgreSQL.
+data and costs nothing. A key's NULL cell (a CASE without ELSE, nullif, a column of a
+table LEFT JOINed: ``rewriter.passes.outer_nulls``) is the key NULL: ``IS NOT NULL`` and
+``= 'x'`` rule it out, ``IS NULL`` keeps it alone. Conjuncts about other columns (and OR
+with them) are unknown, and keep the cell. ``WHERE false`` leaves no cell; a query
+without GROUP BY keeps its one row, as in PostgreSQL.
 
 Only keys whose values compare exactly in both engines take part: texts, integers,
 booleans and numbers, not dates or times (a literal's spelling may differ from the
