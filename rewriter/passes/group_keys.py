@@ -31,7 +31,7 @@ from sqlglot import exp
 
 from rewriter.catalog import ColumnType
 from rewriter.errors import Rejected
-from rewriter.passes.boolean_text import as_texts, boolean_text
+from rewriter.passes.boolean_text import CONDITIONS, as_texts, boolean_text
 from rewriter.passes.check_predicate import check_predicate
 from rewriter.passes.check_shape import QueryShape
 from rewriter.passes.data_keys import (
@@ -248,25 +248,7 @@ def _domain(
             values.append(None)
         unique = tuple(dict.fromkeys(values))
         return unique, _literal_type(unique)
-    if isinstance(
-        node,
-        (
-            exp.EQ,
-            exp.NEQ,
-            exp.GT,
-            exp.GTE,
-            exp.LT,
-            exp.LTE,
-            exp.Like,
-            exp.ILike,
-            exp.In,
-            exp.Between,
-            exp.Is,
-            exp.Not,
-            exp.And,
-            exp.Or,
-        ),
-    ):
+    if isinstance(node, CONDITIONS):
         # NULL too, unless the condition can never be NULL (x IS NULL, COALESCE(x, 0) > 5):
         # PostgreSQL shows no NULL group for it, and a noisy empty one would puzzle.
         return ((True, False) if _never_null(node) else (True, False, None)), "BOOLEAN"
