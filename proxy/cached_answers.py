@@ -63,18 +63,15 @@ async def answer_from_cache(
     if intervals is not None:  # the flags of the first answer: they come with its release
         answer = with_intervals(answer, intervals, hit.release.bias)
     first = hit.released_at.isoformat(timespec="seconds")
-    try:
-        record = await ledger.cached(
-            attempt,
-            f"the same noisy answer as released at {first} (cost {hit.cost} then)",
-            len(answer.rows),
-            elapsed_ms(),
-            asker.budget,
-        )
-    except BudgetExhausted as refusal:  # the analyst was removed meanwhile
-        await refuse(attempt, Decision.OVER_BUDGET, str(refusal), asker.budget)
-        raise QueryError(CONFIGURATION_LIMIT_EXCEEDED, str(refusal)) from None
-    remaining = record.remaining if record.remaining is not None else Epsilon.zero()
+    remaining = await record_free(
+        f"the same noisy answer as released at {first} (cost {hit.cost} then)",
+        len(answer.rows),
+        asker=asker,
+        attempt=attempt,
+        elapsed_ms=elapsed_ms,
+        ledger=ledger,
+        refuse=refuse,
+    )
     notice = Notice(
         message=(
             f"dpproxy: this answer was cached: the same noisy answer as first released at "
@@ -88,3 +85,23 @@ async def answer_from_cache(
         rows=answer.rows,
         notices=(notice,),
     )
+
+
+async def record_free(
+    reason: str,
+    rows: int,
+    *,
+    asker: Asker,
+    attempt: Attempt,
+    elapsed_ms: Callable[[], float],
+    ledger: AsyncLedger,
+    refuse: Refuse,
+) -> Epsilon:
+    """Audit an answer given at no cost (``cached``, with ``reason``) and return what the
+    analyst has left; refused (over budget) if the analyst was removed meanwhile."""
+    try:
+        record = await ledger.cached(attempt, reason, rows, elapsed_ms(), asker.budget)
+    except BudgetExhausted as refusal:
+        await refuse(attempt, Decision.OVER_BUDGET, str(refusal), asker.budget)
+        raise QueryError(CONFIGURATION_LIMIT_EXCEEDED, str(refusal)) from None
+    return record.remaining if record.remaining is not None else Epsilon.zero()

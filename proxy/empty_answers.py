@@ -14,14 +14,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from accountant import Attempt, BudgetExhausted, Decision, Epsilon
+from accountant import Attempt
 from proxy.asker import Asker
+from proxy.cached_answers import record_free
 from proxy.catalog.contents import PUBLIC, Declared, ShownColumn, shown_relations
 from proxy.catalog.pgtypes import TYPES
 from proxy.ledger import AsyncLedger
 from proxy.pre_charge import Refuse
 from proxy.seam import ColumnDescription, Notice, QueryError, StatementResult
-from proxy.sqlstate import CONFIGURATION_LIMIT_EXCEEDED, INTERNAL_ERROR
+from proxy.sqlstate import INTERNAL_ERROR
 from rewriter import Catalog
 from rewriter.no_rows import NoRows, ProbeColumn
 
@@ -75,12 +76,15 @@ async def answer_without_rows(
 ) -> StatementResult:
     """The answer of ``columns`` and no rows, audited (``cached``, ε 0) with its reason.
     ``elapsed_ms``: the statement's duration so far, for its audit record."""
-    try:
-        record = await ledger.cached(attempt, audit_reason(no_rows), 0, elapsed_ms(), asker.budget)
-    except BudgetExhausted as refusal:  # the analyst was removed meanwhile
-        await refuse(attempt, Decision.OVER_BUDGET, str(refusal), asker.budget)
-        raise QueryError(CONFIGURATION_LIMIT_EXCEEDED, str(refusal)) from None
-    remaining = record.remaining if record.remaining is not None else Epsilon.zero()
+    remaining = await record_free(
+        audit_reason(no_rows),
+        0,
+        asker=asker,
+        attempt=attempt,
+        elapsed_ms=elapsed_ms,
+        ledger=ledger,
+        refuse=refuse,
+    )
     notice = Notice(
         message=(
             f"dpproxy: no rows ({no_rows.reason}), answered without running the query, at "
