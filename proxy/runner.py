@@ -14,11 +14,18 @@ from accountant import AdminChange
 from proxy.admin.seed import configured, current_actor, differences
 from proxy.answers import AnswerCache, duckdb_file_version, no_version
 from proxy.app import DpproxyApp
-from proxy.backends import Backend, BackendError, Schema, column_digits, column_types
+from proxy.backends import (
+    Backend,
+    BackendError,
+    DeclaredKey,
+    Schema,
+    column_digits,
+    column_types,
+)
 from proxy.backends.duckdb import DuckDBBackend
 from proxy.backends.postgres import PostgresBackend
 from proxy.catalog import CatalogResponder
-from proxy.catalog.contents import Declared
+from proxy.catalog.contents import Declared, Keys
 from proxy.catalog.database import CatalogEngineDidNotStart
 from proxy.domain_columns import check_domain_columns
 from proxy.ledger import AsyncLedger
@@ -81,11 +88,13 @@ def answer_cache(settings: BackendSettings) -> AnswerCache:
     return AnswerCache(version, ttl_seconds=settings.answer_cache_seconds)
 
 
-def catalog_responder(catalog: Catalog, declared: Declared | None) -> CatalogResponder:
+def catalog_responder(
+    catalog: Catalog, declared: Declared | None, keys: Keys = ()
+) -> CatalogResponder:
     """The responder of catalog queries, its engine started; BackendError if it does not
     start (the engine's log line says why)."""
     try:
-        return CatalogResponder(catalog, declared)
+        return CatalogResponder(catalog, declared, keys)
     except CatalogEngineDidNotStart as error:
         raise BackendError(
             f"{error}; dpproxy answers catalog queries (psql's \\d, drivers' metadata) "
@@ -93,12 +102,15 @@ def catalog_responder(catalog: Catalog, declared: Declared | None) -> CatalogRes
         ) from None
 
 
-async def load_catalog(settings: Settings, backend: Backend) -> tuple[Catalog, Schema]:
+async def load_catalog(
+    settings: Settings, backend: Backend
+) -> tuple[Catalog, Schema, tuple[DeclaredKey, ...]]:
     """The catalog of the configured tables, checked against the database (PolicyError),
     with the columns each public table may be joined on (proxy.public_keys); and the
-    schema as the database declares it."""
+    schema as the database declares it, with its constraints (for the emulated catalog)."""
     schema = settings.backend.schema_or_default
     declared = await backend.schema_declared(schema)
+    keys = await backend.schema_keys(schema)
 
     def built(unique: dict[str, list[str]], oversized: dict[str, int]) -> Catalog:
         return build_catalog(
@@ -126,7 +138,7 @@ async def load_catalog(settings: Settings, backend: Backend) -> tuple[Catalog, S
         logger.info("%s", note)
     for warning in public.warnings:
         logger.warning("%s", warning)
-    return built(public.unique, public.oversized), declared
+    return built(public.unique, public.oversized), declared, keys
 
 
 async def run(settings: Settings, on_ready: Callable[[int], None]) -> None:
@@ -136,7 +148,7 @@ async def run(settings: Settings, on_ready: Callable[[int], None]) -> None:
     ledger: AsyncLedger | None = None
     pipeline: Pipeline | None = None
     try:
-        catalog, declared = await load_catalog(settings, backend)
+        catalog, declared, keys = await load_catalog(settings, backend)
         ledger = AsyncLedger(
             settings.state.location, lock_timeout=settings.state.lock_timeout_seconds
         )
@@ -161,7 +173,7 @@ async def run(settings: Settings, on_ready: Callable[[int], None]) -> None:
         app = DpproxyApp(
             settings,
             pipeline,
-            responders=(SelfServiceResponder(), catalog_responder(catalog, declared)),
+            responders=(SelfServiceResponder(), catalog_responder(catalog, declared, keys)),
         )
         server = Server(
             app,

@@ -63,6 +63,35 @@ class DeclaredType:
     precision: int | None = None  # numeric_precision
     scale: int | None = None  # numeric_scale
     collation: str | None = None  # collation_name, when not the default
+    not_null: bool = False  # is_nullable 'NO': the column is declared NOT NULL
+
+
+#: What a constraint is, as pg_constraint.contype says: a primary key, a unique
+#: constraint, a foreign key.
+PRIMARY_KEY = "p"
+UNIQUE = "u"
+FOREIGN_KEY = "f"
+
+
+@dataclass(frozen=True)
+class DeclaredKey:
+    """A PRIMARY KEY, UNIQUE or FOREIGN KEY constraint as the database declares it (its
+    catalog, never its rows), for the catalog that clients browse: names as the database
+    spells them, columns in the constraint's order."""
+
+    table: str
+    kind: str  # PRIMARY_KEY, UNIQUE or FOREIGN_KEY
+    columns: tuple[str, ...]
+    #: The constraint's name (that of its index too); None when the database names none
+    #: of its own (DuckDB): the catalog then names it as PostgreSQL would.
+    name: str | None = None
+    referenced_table: str | None = None  # a foreign key's, in the same schema
+    referenced_columns: tuple[str, ...] = ()
+    update_rule: str = "a"  # a foreign key's confupdtype (a no action, r restrict, c cascade…)
+    delete_rule: str = "a"  # confdeltype
+    match_full: bool = False  # MATCH FULL (else MATCH SIMPLE)
+    deferrable: bool = False
+    deferred: bool = False
 
 
 Schema = Mapping[str, Mapping[str, DeclaredType]]
@@ -86,6 +115,12 @@ class Backend(Protocol):
 
     async def schema_declared(self, schema: str) -> Schema:
         """table -> column -> declared type, from the catalog only (never the data)."""
+        ...
+
+    async def schema_keys(self, schema: str) -> tuple[DeclaredKey, ...]:
+        """The PRIMARY KEY, UNIQUE and FOREIGN KEY constraints of the tables of ``schema``
+        (a foreign key only if it references a table of ``schema``), from the catalog
+        only (never the data); read with ``schema_declared`` when dpproxy starts."""
         ...
 
     async def ready(self, token: CancelToken) -> None:
@@ -179,21 +214,23 @@ UNREAD_TYPES = {
 
 SCHEMA_QUERY = (
     "SELECT table_name, column_name, data_type, character_maximum_length, "
-    "numeric_precision, numeric_scale, collation_name, collation_schema "
+    "numeric_precision, numeric_scale, collation_name, collation_schema, is_nullable "
     "FROM information_schema.columns "
     "WHERE table_schema = {placeholder} ORDER BY table_name, ordinal_position"
 )
 
 
 def group_declared(rows: list[tuple[object, ...]]) -> dict[str, dict[str, DeclaredType]]:
-    """SCHEMA_QUERY's rows as table -> column -> declared type (the collation and its
-    schema, the seventh and eighth values, may be left out). A collation of a schema other
-    than pg_catalog is named with its schema (``s_a.ci``): PostgreSQL's own "C" is
-    byte-wise, a user's ``s."C"`` may not be, and ``s_a.ci`` and ``s_b.ci`` are two."""
+    """SCHEMA_QUERY's rows as table -> column -> declared type (the collation, its schema
+    and is_nullable, the seventh to ninth values, may be left out: nullable). A collation
+    of a schema other than pg_catalog is named with its schema (``s_a.ci``): PostgreSQL's
+    own "C" is byte-wise, a user's ``s."C"`` may not be, and ``s_a.ci`` and ``s_b.ci`` are
+    two."""
     tables: dict[str, dict[str, DeclaredType]] = {}
-    for table, column, declared, length, precision, scale, *collation in rows:
-        collated = collation[0] if collation and isinstance(collation[0], str) else None
-        schema = collation[1] if len(collation) > 1 and isinstance(collation[1], str) else None
+    for table, column, declared, length, precision, scale, *rest in rows:
+        collated = rest[0] if rest and isinstance(rest[0], str) else None
+        schema = rest[1] if len(rest) > 1 and isinstance(rest[1], str) else None
+        not_null = len(rest) > 2 and rest[2] == "NO"
         if collated is not None and schema not in (None, "pg_catalog"):
             collated = f"{schema}.{collated}"
         tables.setdefault(str(table), {})[str(column)] = DeclaredType(
@@ -202,6 +239,7 @@ def group_declared(rows: list[tuple[object, ...]]) -> dict[str, dict[str, Declar
             _int_or_none(precision),
             _int_or_none(scale),
             collated,
+            not_null,
         )
     return tables
 

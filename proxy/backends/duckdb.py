@@ -28,10 +28,14 @@ from pathlib import Path
 import duckdb
 
 from proxy.backends import (
+    FOREIGN_KEY,
+    PRIMARY_KEY,
     SCHEMA_QUERY,
     STATEMENT_TIMEOUT,
+    UNIQUE,
     BackendError,
     CancelToken,
+    DeclaredKey,
     DeclaredType,
     KeyCheck,
     NotReady,
@@ -50,6 +54,16 @@ _KEYS_QUERY = (
     "current_database() AND schema_name = ? AND table_name = ? "
     "AND constraint_type IN ('PRIMARY KEY', 'UNIQUE')"
 )
+#: The PRIMARY KEY, UNIQUE and FOREIGN KEY constraints of a schema's tables (DuckDB
+#: refuses a foreign key to another schema's table).
+_CONSTRAINTS_QUERY = (
+    "SELECT table_name, constraint_type, constraint_column_names, referenced_table, "
+    "referenced_column_names FROM duckdb_constraints() WHERE database_name = "
+    "current_database() AND schema_name = ? "
+    "AND constraint_type IN ('PRIMARY KEY', 'UNIQUE', 'FOREIGN KEY') "
+    "ORDER BY table_name, constraint_index"
+)
+_CONSTRAINT_KINDS = {"PRIMARY KEY": PRIMARY_KEY, "UNIQUE": UNIQUE, "FOREIGN KEY": FOREIGN_KEY}
 #: A changed file modified more recently than this is not opened yet: a copy over it may
 #: still be writing it (``cp`` writes a large file over seconds, and updates its
 #: modification time as it goes); queries are refused, free, until it has been quiet.
@@ -100,6 +114,7 @@ class DuckDBBackend:
         # What dpproxy was started with (the catalog was built from it): the schemas and
         # keys found on the first opening, which every later opening must declare too.
         self._declared: dict[str, Schema] = {}
+        self._constraints: dict[str, tuple[DeclaredKey, ...]] = {}
         self._keys: dict[tuple[str, str, str], KeyCheck] = {}
         # The public tables found to hold at most so many rows (rows_within).
         self._row_limits: dict[tuple[str, str], int] = {}
@@ -117,6 +132,19 @@ class DuckDBBackend:
             self._leave(opening)
         self._declared.setdefault(schema, declared)
         return declared
+
+    async def schema_keys(self, schema: str) -> tuple[DeclaredKey, ...]:
+        opening = self._use()
+        try:
+            keys = _read_keys(opening.connection, schema)
+        except duckdb.Error as error:
+            raise BackendError(
+                f"DuckDB: cannot read the keys of schema {schema}: {error}"
+            ) from None
+        finally:
+            self._leave(opening)
+        self._constraints.setdefault(schema, keys)
+        return keys
 
     async def key_check(self, schema: str, table: str, column: str) -> KeyCheck:
         """A declared key, else the data itself: the file is open read-only, which locks
@@ -162,7 +190,12 @@ class DuckDBBackend:
                     f"{self._path} changed less than {self._settle_ns / 1e9:g} s ago and may "
                     "still be being written; it is opened once it has been left alone that long"
                 )
-            declared = _StartedWith(dict(self._declared), dict(self._keys), dict(self._row_limits))
+            declared = _StartedWith(
+                dict(self._declared),
+                dict(self._keys),
+                dict(self._row_limits),
+                dict(self._constraints),
+            )
             try:
                 opening = await asyncio.to_thread(_open_checked, self._path, found, declared)
             except NotReady as refusal:  # logged by the pipeline
@@ -311,6 +344,7 @@ class _StartedWith:
     schemas: Mapping[str, Schema]
     keys: Mapping[tuple[str, str, str], KeyCheck]
     row_limits: Mapping[tuple[str, str], int]  # (schema, table) -> at most so many rows
+    constraints: Mapping[str, tuple[DeclaredKey, ...]]  # the catalog shows them
 
 
 def _open_checked(path: Path, found: Identity, started: _StartedWith) -> _Opening:
@@ -355,6 +389,18 @@ def _check_unchanged(
         if difference is not None:
             raise NotReady(
                 f"{path} changed since dpproxy started: {difference}; {restart}",
+                needs_restart=True,
+            )
+    for schema, expected_keys in started.constraints.items():
+        try:
+            found_keys = _read_keys(connection, schema)
+        except duckdb.Error as error:
+            raise NotReady(f"{path}: cannot read its keys: {error}") from None
+        if set(found_keys) != set(expected_keys):
+            tables = sorted({key.table for key in set(found_keys) ^ set(expected_keys)})
+            raise NotReady(
+                f"{path} changed since dpproxy started: the PRIMARY KEY, UNIQUE or FOREIGN "
+                f"KEY constraints of {', '.join(tables)} differ; {restart}",
                 needs_restart=True,
             )
     for (schema, table), limit in started.row_limits.items():
@@ -416,9 +462,10 @@ def _difference(expected: Schema, found: Schema) -> str | None:
 
 
 def _spelled(declared: DeclaredType) -> str:
-    if declared.collation is None:
-        return declared.name
-    return f"{declared.name} COLLATE {declared.collation}"
+    spelled = declared.name
+    if declared.collation is not None:
+        spelled += f" COLLATE {declared.collation}"
+    return spelled + (" NOT NULL" if declared.not_null else "")
 
 
 def _read_schema(connection: duckdb.DuckDBPyConnection, schema: str) -> Schema:
@@ -430,6 +477,34 @@ def _read_schema(connection: duckdb.DuckDBPyConnection, schema: str) -> Schema:
         cursor.close()
     declared = group_declared([tuple(row) for row in rows])
     return with_collations(declared, [tuple(row) for row in statements])
+
+
+def _read_keys(connection: duckdb.DuckDBPyConnection, schema: str) -> tuple[DeclaredKey, ...]:
+    """The constraints of ``schema``'s tables (DuckDB names none as declared: a name given
+    with CONSTRAINT is dropped, so the catalog names them as PostgreSQL would)."""
+    cursor = connection.cursor()
+    try:
+        rows = cursor.execute(_CONSTRAINTS_QUERY, [schema]).fetchall()
+    finally:
+        cursor.close()
+    keys = []
+    for table, kind, columns, referenced, referenced_columns in rows:
+        keys.append(
+            DeclaredKey(
+                str(table),
+                _CONSTRAINT_KINDS[str(kind)],
+                _names(columns),
+                referenced_table=None if referenced is None else str(referenced),
+                referenced_columns=_names(referenced_columns),
+            )
+        )
+    return tuple(keys)
+
+
+def _names(value: object) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        return ()
+    return tuple(str(name) for name in value)
 
 
 def _declared_key(

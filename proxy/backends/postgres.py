@@ -30,6 +30,7 @@ from proxy.backends import (
     STATEMENT_TIMEOUT,
     BackendError,
     CancelToken,
+    DeclaredKey,
     KeyCheck,
     NotReady,
     QueryCanceled,
@@ -61,6 +62,27 @@ _UNIQUE_INDEX_QUERY = (
     "AND (c.relkind = 'p' OR NOT EXISTS "
     "(SELECT 1 FROM pg_catalog.pg_inherits h WHERE h.inhparent = c.oid)) "
     "LIMIT 1"
+)
+#: The PRIMARY KEY, UNIQUE and FOREIGN KEY constraints of a schema's tables, their
+#: columns in the constraint's order; a foreign key only if it references a table of the
+#: same schema. From pg_catalog: information_schema's constraint views show a user only
+#: the constraints of tables it may change, and dpproxy's user may only read.
+_CONSTRAINTS_QUERY = (
+    "SELECT c.relname, k.contype, k.conname, "
+    "ARRAY(SELECT a.attname::text FROM unnest(k.conkey) WITH ORDINALITY AS u(n, o) "
+    "JOIN pg_catalog.pg_attribute a ON a.attrelid = k.conrelid AND a.attnum = u.n "
+    "ORDER BY u.o), f.relname, "
+    "ARRAY(SELECT a.attname::text FROM unnest(k.confkey) WITH ORDINALITY AS u(n, o) "
+    "JOIN pg_catalog.pg_attribute a ON a.attrelid = k.confrelid AND a.attnum = u.n "
+    "ORDER BY u.o), k.confupdtype, k.confdeltype, k.confmatchtype, k.condeferrable, "
+    "k.condeferred "
+    "FROM pg_catalog.pg_constraint k "
+    "JOIN pg_catalog.pg_class c ON c.oid = k.conrelid "
+    "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+    "LEFT JOIN pg_catalog.pg_class f ON f.oid = k.confrelid "
+    "WHERE n.nspname = %s AND k.contype IN ('p', 'u', 'f') "
+    "AND (k.contype <> 'f' OR f.relnamespace = c.relnamespace) "
+    "ORDER BY c.relname, k.conname"
 )
 CANCEL_TIMEOUT_SECONDS = 10.0
 #: How long ``ready`` may take to connect and check a connection: a database that does not
@@ -218,6 +240,10 @@ class PostgresBackend:
             self._idle.append(conn)
         return group_declared([tuple(row) for row in rows])
 
+    async def schema_keys(self, schema: str) -> tuple[DeclaredKey, ...]:
+        rows = await self._fetch_at_start(_CONSTRAINTS_QUERY, [schema])
+        return tuple(_declared_key(row) for row in rows)
+
     async def key_check(self, schema: str, table: str, column: str) -> KeyCheck:
         """Only a unique index counts: other sessions can change the rows at any time, so
         rows unique today prove nothing about tomorrow's."""
@@ -331,3 +357,23 @@ class PostgresBackend:
         for conn in list(self._all):
             await conn.close()
         self._all.clear()
+
+
+def _declared_key(row: tuple[Any, ...]) -> DeclaredKey:
+    """A row of _CONSTRAINTS_QUERY as a DeclaredKey."""
+    table, kind, name, columns, referenced, referenced_columns, on_update, on_delete = row[:8]
+    match, deferrable, deferred = row[8:11]
+    foreign = kind == "f"
+    return DeclaredKey(
+        str(table),
+        str(kind),
+        tuple(str(column) for column in columns),
+        name=str(name),
+        referenced_table=str(referenced) if foreign and referenced is not None else None,
+        referenced_columns=tuple(str(column) for column in referenced_columns or ()),
+        update_rule=str(on_update) if foreign else "a",
+        delete_rule=str(on_delete) if foreign else "a",
+        match_full=foreign and match == "f",
+        deferrable=bool(deferrable),
+        deferred=bool(deferred),
+    )

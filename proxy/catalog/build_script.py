@@ -10,7 +10,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from proxy.catalog.arithmetic_macros import arithmetic_macro_statements
-from proxy.catalog.contents import Declared, Row, catalog_rows, session_relation_sql
+from proxy.catalog.contents import (
+    CONSTRAINT_DEFINITIONS,
+    INDEX_DEFINITIONS,
+    Declared,
+    Keys,
+    Row,
+    catalog_rows,
+    session_relation_sql,
+)
 from proxy.catalog.functions import macro_statements
 from proxy.catalog.keywords import KEYWORDS
 from proxy.catalog.messages import Step, TableRows
@@ -20,6 +28,11 @@ from proxy.catalog.relations import CURSORS_RELATION, DUCK_SCHEMAS, FUNCTIONS_SC
 from proxy.catalog.zoned_macros import zoned_macro_statements
 from rewriter import Catalog
 
+#: The tables of pg_get_indexdef's and pg_get_constraintdef's answers (contents.py).
+_DEFINITIONS = {
+    INDEX_DEFINITIONS: (("dp_ix_oid", "BIGINT"), ("dp_ix_col", "BIGINT"), ("dp_ix_def", "VARCHAR")),
+    CONSTRAINT_DEFINITIONS: (("dp_cd_oid", "BIGINT"), ("dp_cd_def", "VARCHAR")),
+}
 _KEYWORD_DESCRIPTIONS = {
     "U": "unreserved",
     "C": "unreserved (cannot be function or type name)",
@@ -28,9 +41,11 @@ _KEYWORD_DESCRIPTIONS = {
 }
 
 
-def build_script(catalog: Catalog, declared: Declared | None = None) -> tuple[Step, ...]:
+def build_script(
+    catalog: Catalog, declared: Declared | None = None, keys: Keys = ()
+) -> tuple[Step, ...]:
     steps: list[Step] = [f"CREATE SCHEMA {schema}" for schema in DUCK_SCHEMAS.values()]
-    contents = catalog_rows(catalog, declared)
+    contents = catalog_rows(catalog, declared, keys)
     for relation in RELATIONS.values():
         columns = relation.duck_columns()
         ddl = ", ".join(f'"{name}" {duck}' for name, duck in columns)
@@ -49,6 +64,11 @@ def build_script(catalog: Catalog, declared: Declared | None = None) -> tuple[St
         ("oid", "name"),
         [{"oid": oid, "name": name} for oid, name in sorted(_type_names())],
     )
+    for (table_schema, table), columns in _DEFINITIONS.items():
+        name = f"{table_schema}.{table}"
+        ddl = ", ".join(f"{column} {duck}" for column, duck in columns)
+        steps.append(f"CREATE TABLE {name} ({ddl})")
+        steps += _rows(name, [c for c, _ in columns], contents.get((table_schema, table), []))
     steps.append(
         f"CREATE TABLE {schema}.dp_keywords (word VARCHAR, catcode VARCHAR, "
         "barelabel BOOLEAN, catdesc VARCHAR, baredesc VARCHAR)"

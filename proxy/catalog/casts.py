@@ -21,6 +21,7 @@ from proxy.catalog.bytea_input import INVALID_PARAMETER_VALUE, bytea_literal
 from proxy.catalog.functions import macro_call
 from proxy.catalog.number_casts import rewrite_number_cast
 from proxy.catalog.refusal import CatalogRefused
+from proxy.catalog.regproc_comparisons import is_regproc_column, regproc_oid
 from proxy.protocol.array_values import array_elements
 
 _OID_TYPES = frozenset({"oid", "xid", "cid", "regrole", "regoper", "regoperator"})
@@ -79,6 +80,8 @@ def rewrite_cast(node: exp.Cast) -> exp.Expression:
     if name in ("regproc", "regprocedure"):
         return macro_call("regproc_name", value)
     if name in _OID_TYPES:
+        if is_regproc_column(value):  # typreceive::oid: its function's OID
+            return regproc_oid(value)
         return exp.cast(value, exp.DataType.build("BIGINT"))
     if is_text_type(name):
         return _sized_text(node, exp.cast(value, exp.DataType.build("VARCHAR")))

@@ -23,18 +23,22 @@ from proxy.catalog.oid_arrays import respell_oid_arrays
 from proxy.catalog.refusal import CatalogRefused
 from proxy.catalog.relations import INFORMATION_SCHEMA, PG_CATALOG, find_relation
 from proxy.catalog.respell import quote_keyword_labels, respelled
+from proxy.catalog.scalar_from import SCALAR_FROM_FUNCTIONS
 
 _CATALOG_SCHEMAS = (PG_CATALOG, INFORMATION_SCHEMA)
 # Table functions a catalog query may read from.
-_TABLE_FUNCTIONS = frozenset(
-    {
-        "generate_series",
-        "exploding_generate_series",
-        "unnest",
-        "explode",  # sqlglot's name for a schema-qualified unnest (pg_catalog.unnest)
-        "pg_get_keywords",
-        "_pg_expandarray",
-    }
+_TABLE_FUNCTIONS = (
+    frozenset(
+        {
+            "generate_series",
+            "exploding_generate_series",
+            "unnest",
+            "explode",  # sqlglot's name for a schema-qualified unnest (pg_catalog.unnest)
+            "pg_get_keywords",
+            "_pg_expandarray",
+        }
+    )
+    | SCALAR_FROM_FUNCTIONS
 )
 
 
@@ -92,14 +96,22 @@ def _reads_only_catalog(tree: exp.Expression) -> bool:
     """True if every relation read is an emulated catalog relation. Raises CatalogRefused
     for catalog relations or table functions that are not emulated."""
     ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+    for lateral in tree.find_all(exp.Lateral):
+        # FROM LATERAL f(…) reads the function as FROM f(…) does (sqlglot does not wrap
+        # it in a Table): the same table functions only. A LATERAL subquery's own FROM is
+        # checked below as any other.
+        # A function of one value (string_to_array) is read as a table by scalar_from,
+        # which rewrites FROM items only: refused under LATERAL.
+        if not isinstance(lateral.this, exp.Subquery | exp.Select):
+            _check_table_function(lateral.this, _TABLE_FUNCTIONS - SCALAR_FROM_FUNCTIONS)
     for table in tree.find_all(exp.Table):
+        if table.this is None:  # ROWS FROM (…): its functions are Tables of their own
+            raise CatalogRefused(
+                "dpproxy does not support ROWS FROM (…) in a catalog query",
+                hint="read each function in FROM on its own",
+            )
         if not isinstance(table.this, exp.Identifier):
-            name = _function_name(table.this)
-            if name not in _TABLE_FUNCTIONS:
-                raise CatalogRefused(
-                    f"dpproxy does not support the function {name}() in FROM",
-                    hint="catalog queries may read pg_catalog and information_schema relations",
-                )
+            _check_table_function(table.this, _TABLE_FUNCTIONS)
             continue
         schema = table.db.lower() if table.db else None
         name = table.name.lower() if table.this.quoted is False else table.name
@@ -117,6 +129,16 @@ def _reads_only_catalog(tree: exp.Expression) -> bool:
             return False
         return False
     return True
+
+
+def _check_table_function(call: exp.Expression, allowed: frozenset[str]) -> None:
+    """Refuse a function read in FROM unless a catalog query may read it there."""
+    name = _function_name(call)
+    if name not in allowed:
+        raise CatalogRefused(
+            f"dpproxy does not support the function {name}() in FROM",
+            hint="catalog queries may read pg_catalog and information_schema relations",
+        )
 
 
 def _not_emulated(relation: str) -> CatalogRefused:

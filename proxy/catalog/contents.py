@@ -1,5 +1,6 @@
 """The rows of the emulated catalog, made from the rewriter's Catalog alone: the tables an
-analyst may query, their columns and types. Never row counts, sizes or statistics: every
+analyst may query, their columns and types, and what the database declares of them (NOT
+NULL columns, keys: proxy.catalog.keys). Never row counts, sizes or statistics: every
 such figure is 0 and the statistics relations are empty."""
 
 from __future__ import annotations
@@ -7,14 +8,23 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from proxy.backends import DeclaredType
+from proxy.backends import DeclaredKey, DeclaredType
+from proxy.catalog import keys as key_rows
+from proxy.catalog.builtin_procs import BUILTIN_PROCS, BuiltinProc
 from proxy.catalog.pgtypes import TYPES, column_type_oid, declared_type
-from proxy.catalog.relations import INFORMATION_SCHEMA, PG_CATALOG, RELATIONS, Relation
+from proxy.catalog.relations import (
+    FUNCTIONS_SCHEMA,
+    INFORMATION_SCHEMA,
+    PG_CATALOG,
+    RELATIONS,
+    Relation,
+)
 from proxy.catalog.type_functions import TYPE_FUNCTIONS
 from rewriter import Catalog
 
 Row = Mapping[str, object]
 Declared = Mapping[str, Mapping[str, DeclaredType]]  # table -> column -> declared type
+Keys = tuple[DeclaredKey, ...]  # the constraints the database declares
 
 PUBLIC = "public"
 OWNER = "dpproxy"
@@ -32,6 +42,7 @@ class ShownColumn:
     name: str
     type_oid: int
     typmod: int = -1
+    not_null: bool = False  # declared NOT NULL (pg_attribute.attnotnull)
 
 
 @dataclass(frozen=True)
@@ -78,9 +89,10 @@ def _shown_column(name: str, coarse_oid: int, declared: Mapping[str, DeclaredTyp
     shown = None
     if found is not None:
         shown = declared_type(found.name, found.length, found.precision, found.scale)
+    not_null = found is not None and found.not_null
     if shown is None:
-        return ShownColumn(name, coarse_oid)
-    return ShownColumn(name, *shown)
+        return ShownColumn(name, coarse_oid, not_null=not_null)
+    return ShownColumn(name, *shown, not_null=not_null)
 
 
 def _type_oid(pg_type: str) -> int:
@@ -93,18 +105,87 @@ def _type_oid(pg_type: str) -> int:
     return 25
 
 
+#: Tables of the emulation's functions (FUNCTIONS_SCHEMA): what pg_get_indexdef and
+#: pg_get_constraintdef give (proxy.catalog.functions), by OID (and an index's column: 0
+#: for the whole index, -1 for it pretty-printed).
+INDEX_DEFINITIONS = (FUNCTIONS_SCHEMA, "dp_index_defs")
+CONSTRAINT_DEFINITIONS = (FUNCTIONS_SCHEMA, "dp_constraint_defs")
+
+
 def catalog_rows(
-    catalog: Catalog, declared: Declared | None = None
+    catalog: Catalog, declared: Declared | None = None, keys: Keys = ()
 ) -> dict[tuple[str, str], list[Row]]:
-    """Rows of every relation that has any; the others are empty."""
+    """Rows of every relation that has any; the others are empty. ``keys``: the
+    constraints the database declares, shown for the tables and columns shown."""
     relations = shown_relations(catalog, declared)
+    tables = relations[: len(catalog.tables)]
+    public = NAMESPACE_OIDS[PUBLIC]
+    constraints = key_rows.shown_keys(tables, keys, FIRST_TABLE_OID + len(tables))
+    indexes = _index_relations(constraints)
+    with_index = {key.relation.oid for key in constraints if key.index_oid}
     rows: dict[tuple[str, str], list[Row]] = {
         (PG_CATALOG, "pg_namespace"): [
             {"oid": oid, "nspname": name, "nspowner": OWNER_OID}
             for name, oid in NAMESPACE_OIDS.items()
         ],
-        (PG_CATALOG, "pg_class"): [_pg_class(r) for r in relations],
-        (PG_CATALOG, "pg_attribute"): list(_pg_attribute(relations)),
+        (PG_CATALOG, "pg_class"): [_pg_class(r, r.oid in with_index) for r in relations + indexes],
+        (PG_CATALOG, "pg_attribute"): list(_pg_attribute(relations + indexes)),
+        (PG_CATALOG, "pg_index"): [
+            key_rows.pg_index(key, [_collation(c) for c in key.columns])
+            for key in constraints
+            if key.index_oid
+        ],
+        (PG_CATALOG, "pg_constraint"): [key_rows.pg_constraint(key, public) for key in constraints],
+        (PG_CATALOG, "pg_indexes"): [
+            {
+                "schemaname": key.relation.schema,
+                "tablename": key.relation.name,
+                "indexname": key.name,
+                "indexdef": key_rows.index_definition(key),
+            }
+            for key in constraints
+            if key.index_oid
+        ],
+        INDEX_DEFINITIONS: [
+            row
+            for key in constraints
+            if key.index_oid
+            for row in (
+                {
+                    "dp_ix_oid": key.index_oid,
+                    "dp_ix_col": 0,
+                    "dp_ix_def": key_rows.index_definition(key),
+                },
+                {
+                    "dp_ix_oid": key.index_oid,
+                    "dp_ix_col": -1,
+                    "dp_ix_def": key_rows.index_definition(key, pretty=True),
+                },
+                *(
+                    {
+                        "dp_ix_oid": key.index_oid,
+                        "dp_ix_col": number,
+                        "dp_ix_def": key_rows.quote_identifier(column.name),
+                    }
+                    for number, column in enumerate(key.columns, start=1)
+                ),
+            )
+        ],
+        CONSTRAINT_DEFINITIONS: [
+            {"dp_cd_oid": key.oid, "dp_cd_def": key_rows.constraint_definition(key)}
+            for key in constraints
+        ],
+        (INFORMATION_SCHEMA, "table_constraints"): list(
+            key_rows.table_constraints(constraints, tables, public)
+        ),
+        (INFORMATION_SCHEMA, "check_constraints"): list(key_rows.check_constraints(tables, public)),
+        (INFORMATION_SCHEMA, "key_column_usage"): list(key_rows.key_column_usage(constraints)),
+        (INFORMATION_SCHEMA, "constraint_column_usage"): list(
+            key_rows.constraint_column_usage(constraints)
+        ),
+        (INFORMATION_SCHEMA, "referential_constraints"): list(
+            key_rows.referential_constraints(constraints)
+        ),
         (PG_CATALOG, "pg_type"): [_pg_type(oid) for oid in TYPES],
         (PG_CATALOG, "pg_am"): [
             {"oid": oid, "amname": name, "amhandler": handler, "amtype": kind}
@@ -113,6 +194,19 @@ def catalog_rows(
                 (403, "btree", "bthandler", "i"),
                 (405, "hash", "hashhandler", "i"),
             )
+        ],
+        (PG_CATALOG, "pg_proc"): [_pg_proc(proc) for proc in BUILTIN_PROCS.values()],
+        (PG_CATALOG, "pg_range"): [
+            {
+                "rngtypid": range_oid,
+                "rngsubtype": subtype,
+                "rngmultitypid": multirange,
+                "rngcollation": 0,
+                "rngsubopc": opclass,
+                "rngcanonical": canonical,
+                "rngsubdiff": subdiff,
+            }
+            for range_oid, subtype, multirange, opclass, canonical, subdiff in _RANGES
         ],
         (PG_CATALOG, "pg_collation"): [
             {
@@ -154,6 +248,16 @@ def catalog_rows(
         ],
         (PG_CATALOG, "pg_tables"): [
             {"schemaname": r.schema, "tablename": r.name, "tableowner": OWNER}
+            | (
+                {
+                    "hasindexes": r.oid in with_index,
+                    "hasrules": False,
+                    "hastriggers": False,  # as relhastriggers (_pg_class)
+                    "rowsecurity": False,
+                }
+                if r.schema == PUBLIC
+                else {}
+            )
             for r in relations
             if r.kind == "r"
         ],
@@ -194,7 +298,67 @@ def catalog_rows(
     return rows
 
 
-def _pg_class(relation: ShownRelation) -> Row:
+#: PostgreSQL 15's pg_range: (rngtypid, rngsubtype, rngmultitypid, rngsubopc,
+#: rngcanonical, rngsubdiff) of the built-in range types.
+_RANGES = (
+    (3904, 23, 4451, 1978, "int4range_canonical", "int4range_subdiff"),
+    (3906, 1700, 4532, 3125, "-", "numrange_subdiff"),
+    (3908, 1114, 4533, 3128, "-", "tsrange_subdiff"),
+    (3910, 1184, 4534, 3127, "-", "tstzrange_subdiff"),
+    (3912, 1082, 4535, 3122, "daterange_canonical", "daterange_subdiff"),
+    (3926, 20, 4536, 3124, "int8range_canonical", "int8range_subdiff"),
+)
+_INTERNAL_LANGUAGE = 12
+
+
+def _pg_proc(proc: BuiltinProc) -> Row:
+    return {
+        "oid": proc.oid,
+        "proname": proc.name,
+        "pronamespace": NAMESPACE_OIDS[PG_CATALOG],
+        "proowner": OWNER_OID,
+        "prolang": _INTERNAL_LANGUAGE,
+        "procost": 1.0,
+        "prorows": 0.0,
+        "provariadic": 0,
+        "prosupport": "-",
+        "prokind": "f",
+        "prosecdef": False,
+        "proleakproof": proc.leakproof,
+        "proisstrict": proc.strict,
+        "proretset": False,
+        "provolatile": proc.volatility,
+        "proparallel": proc.parallel,
+        "pronargs": proc.argument_count,
+        "pronargdefaults": 0,
+        "prorettype": proc.result_type,
+        "proargtypes": list(proc.argument_types),
+        "prosrc": proc.source,
+    }
+
+
+def _index_relations(keys: list[key_rows.ShownKey]) -> list[ShownRelation]:
+    """The indexes of the primary keys and unique constraints, as pg_class lists them."""
+    return [
+        ShownRelation(
+            key.index_oid,
+            key.relation.schema,
+            key.name,
+            "i",
+            tuple(ShownColumn(c.name, c.type_oid, c.typmod) for c in key.columns),
+        )
+        for key in keys
+        if key.index_oid
+    ]
+
+
+def _collation(column: ShownColumn) -> int:
+    pg_type = TYPES.get(column.type_oid)
+    return pg_type.collation if pg_type is not None else 0
+
+
+def _pg_class(relation: ShownRelation, has_index: bool = False) -> Row:
+    index = relation.kind == "i"
     return {
         "oid": relation.oid,
         "relname": relation.name,
@@ -202,20 +366,23 @@ def _pg_class(relation: ShownRelation) -> Row:
         "reltype": 0,
         "reloftype": 0,
         "relowner": OWNER_OID,
-        "relam": 2 if relation.kind == "r" else 0,
-        "relfilenode": relation.oid if relation.kind == "r" else 0,
+        "relam": 2 if relation.kind == "r" else 403 if index else 0,
+        "relfilenode": relation.oid if relation.kind == "r" or index else 0,
         "reltablespace": 0,
         "relpages": 0,  # never a size or a row count: they would leak the data
         "reltuples": 0.0,
         "relallvisible": 0,
         "reltoastrelid": 0,
-        "relhasindex": False,
+        "relhasindex": has_index,
         "relisshared": False,
         "relpersistence": "p",
         "relkind": relation.kind,
         "relnatts": len(relation.columns),
         "relchecks": 0,
         "relhasrules": False,
+        # PostgreSQL's is true for both tables of a foreign key (its triggers enforce it);
+        # psql's \\d then lists triggers with pg_partition_ancestors() in FROM, which the
+        # emulation refuses: false, and psql shows no foreign keys (drivers still do).
         "relhastriggers": False,
         "relhassubclass": False,
         "relrowsecurity": False,
@@ -247,7 +414,7 @@ def _pg_attribute(relations: list[ShownRelation]) -> Iterator[Row]:
                 "attalign": "i",
                 "attstorage": "p" if pg_type is None or pg_type.by_value else "x",
                 "attcompression": "",
-                "attnotnull": False,
+                "attnotnull": column.not_null,
                 "atthasdef": False,
                 "atthasmissing": False,
                 "attidentity": "",
@@ -255,7 +422,7 @@ def _pg_attribute(relations: list[ShownRelation]) -> Iterator[Row]:
                 "attisdropped": False,
                 "attislocal": True,
                 "attinhcount": 0,
-                "attcollation": pg_type.collation if pg_type is not None else 0,
+                "attcollation": _collation(column),
             }
 
 
@@ -335,7 +502,7 @@ def _information_schema_columns(relations: list[ShownRelation]) -> Iterator[Row]
                 "table_name": relation.name,
                 "column_name": column.name,
                 "ordinal_position": number,
-                "is_nullable": "YES",
+                "is_nullable": "NO" if column.not_null else "YES",
                 "data_type": "ARRAY"
                 if is_array
                 else (pg_type.formatted if pg_type is not None else "text"),
@@ -383,6 +550,24 @@ SESSION_OVERRIDES: Mapping[tuple[str, str], Mapping[str, str]] = {
         "udt_catalog": "database_name",
     },
     (INFORMATION_SCHEMA, "schemata"): {"catalog_name": "database_name"},
+    (INFORMATION_SCHEMA, "table_constraints"): {
+        "constraint_catalog": "database_name",
+        "table_catalog": "database_name",
+    },
+    (INFORMATION_SCHEMA, "check_constraints"): {"constraint_catalog": "database_name"},
+    (INFORMATION_SCHEMA, "key_column_usage"): {
+        "constraint_catalog": "database_name",
+        "table_catalog": "database_name",
+    },
+    (INFORMATION_SCHEMA, "constraint_column_usage"): {
+        "table_catalog": "database_name",
+        "constraint_catalog": "database_name",
+    },
+    (INFORMATION_SCHEMA, "referential_constraints"): {
+        "constraint_catalog": "database_name",
+        "unique_constraint_catalog": "CASE WHEN unique_constraint_name IS NULL THEN NULL "
+        "ELSE database_name END",
+    },
     (PG_CATALOG, "pg_settings"): {
         "name": "s.name",
         "setting": "s.setting",

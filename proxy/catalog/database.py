@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 
 from proxy.catalog.build_script import build_script
-from proxy.catalog.contents import Declared
+from proxy.catalog.contents import Declared, Keys
 from proxy.catalog.datetimes import UTC_ZONE, SessionZone
 from proxy.catalog.engine_client import (
     CatalogEngineDidNotStart,
@@ -71,11 +71,13 @@ class CatalogDatabase:
         catalog: Catalog,
         declared: Declared | None = None,
         *,
+        keys: Keys = (),
         memory_bytes: int = ENGINE_MEMORY_BYTES,
     ) -> None:
         """Starts the engine and builds the catalog there (returns once it is built);
-        raises CatalogEngineDidNotStart if it does not."""
-        self._setup = EngineSetup(build_script(catalog, declared), memory_bytes)
+        raises CatalogEngineDidNotStart if it does not. ``keys``: the constraints the
+        database declares (proxy.catalog.keys)."""
+        self._setup = EngineSetup(build_script(catalog, declared, keys), memory_bytes)
         self._lock = threading.Lock()
         self._closed = False
         self._engine = EngineProcess(self._setup)

@@ -147,10 +147,12 @@ def _fetch(
 
 def _insert(connection: duckdb.DuckDBPyConnection, rows: TableRows) -> None:
     # A dict of NumPy object arrays is a relation DuckDB scans directly (fast, no SQL text).
-    source = {
-        name: numpy.array([row[index] for row in rows.rows], dtype=object)
-        for index, name in enumerate(rows.columns)
-    }
+    # Filled value by value: numpy.array of lists of one length (pg_index.indkey) would
+    # make a second axis.
+    source = {name: numpy.empty(len(rows.rows), dtype=object) for name in rows.columns}
+    for position, row in enumerate(rows.rows):
+        for name, value in zip(rows.columns, row, strict=True):
+            source[name][position] = value
     connection.register("dp_rows", source)
     try:
         connection.execute(f"INSERT INTO {rows.table} SELECT * FROM dp_rows")

@@ -16,6 +16,7 @@ from sqlglot import exp
 
 from proxy.catalog.contents import PUBLIC
 from proxy.catalog.functions import FUNCTIONS, macro_call
+from proxy.catalog.identifiers import parse_ident_call
 from proxy.catalog.local_times import rewrite_moment
 from proxy.catalog.refusal import CatalogRefused
 from proxy.catalog.relations import PG_CATALOG
@@ -80,6 +81,8 @@ def rewrite_function(node: exp.Expression, session: SessionValues) -> exp.Expres
     advisory = _advisory_lock_call(name, args)
     if advisory is not None:
         return advisory
+    if name == "parse_ident":
+        return parse_ident_call(args)
     if name == "current_setting" and args:
         return current_setting(args, session)
     if name in ("json_build_object", "jsonb_build_object"):

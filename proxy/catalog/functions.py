@@ -15,6 +15,17 @@ from proxy.catalog.relations import FUNCTIONS_SCHEMA
 S = FUNCTIONS_SCHEMA
 _VISIBLE = f"({NAMESPACE_OIDS['pg_catalog']}, {NAMESPACE_OIDS['public']})"
 
+#: The types of a built-in function's arguments (NULL for an OID pg_proc lacks). The
+#: aliases inside macros are the emulation's own, so an argument (p.oid) is never
+#: taken for a column of the macro's subquery.
+_FUNCTION_ARGUMENTS = (
+    "(f) AS (SELECT coalesce((SELECT string_agg(coalesce(dp_fn_n.formatted, '???'), ', ' "
+    "ORDER BY dp_fn_u.i) FROM (SELECT unnest(dp_fn_p.proargtypes) AS t, "
+    "generate_subscripts(dp_fn_p.proargtypes, 1) AS i) dp_fn_u "
+    f"LEFT JOIN {S}.dp_type_formats dp_fn_n ON dp_fn_n.oid = dp_fn_u.t), '') "
+    f'FROM {S}."pg_proc" dp_fn_p WHERE dp_fn_p.oid = f)'
+)
+
 # name -> macro definitions ("(params) AS body"), overloads by number of parameters.
 MACROS: dict[str, tuple[str, ...]] = {
     "pg_get_userbyid": (
@@ -68,25 +79,45 @@ MACROS: dict[str, tuple[str, ...]] = {
         "(proc) AS CASE WHEN CAST(proc AS VARCHAR) LIKE 'pg_catalog.%' "
         "THEN substr(CAST(proc AS VARCHAR), 12) ELSE CAST(proc AS VARCHAR) END",
     ),
+    # A regproc value (kept as the function's name, as PostgreSQL shows it) as its OID: 0
+    # for '-', a number for itself, else the OID of the pg_proc row of that name.
+    "regproc_oid": (
+        "(proc) AS CASE WHEN proc IS NULL THEN CAST(NULL AS BIGINT) "
+        "WHEN CAST(proc AS VARCHAR) = '-' THEN CAST(0 AS BIGINT) "
+        "ELSE coalesce(TRY_CAST(CAST(proc AS VARCHAR) AS BIGINT), "
+        f'(SELECT min(dp_rp_p.oid) FROM {S}."pg_proc" dp_rp_p '
+        f"WHERE dp_rp_p.proname = {S}.regproc_name(proc))) END",
+    ),
     "pg_get_expr": (
         "(expr, rel) AS CAST(NULL AS VARCHAR)",
         "(expr, rel, pretty) AS CAST(NULL AS VARCHAR)",
     ),
+    # The indexes and constraints of the keys the database declares (contents.py): the
+    # whole index (column 0; pretty, its table bare) or one column's name; the constraint.
     "pg_get_indexdef": (
-        "(idx) AS CAST(NULL AS VARCHAR)",
-        "(idx, col, pretty) AS CAST(NULL AS VARCHAR)",
+        f"(idx) AS (SELECT max(dp_ix_d.dp_ix_def) FROM {S}.dp_index_defs dp_ix_d "
+        "WHERE dp_ix_d.dp_ix_oid = idx AND dp_ix_d.dp_ix_col = 0)",
+        f"(idx, colno, pretty) AS (SELECT max(dp_ix_d.dp_ix_def) FROM {S}.dp_index_defs "
+        "dp_ix_d WHERE dp_ix_d.dp_ix_oid = idx "
+        "AND dp_ix_d.dp_ix_col = CASE WHEN colno = 0 AND pretty THEN -1 ELSE colno END)",
     ),
     "pg_get_constraintdef": (
-        "(con) AS CAST(NULL AS VARCHAR)",
-        "(con, pretty) AS CAST(NULL AS VARCHAR)",
+        f"(con) AS (SELECT max(dp_cd_d.dp_cd_def) FROM {S}.dp_constraint_defs dp_cd_d "
+        "WHERE dp_cd_d.dp_cd_oid = con)",
+        f"(con, pretty) AS (SELECT max(dp_cd_d.dp_cd_def) FROM {S}.dp_constraint_defs "
+        "dp_cd_d WHERE dp_cd_d.dp_cd_oid = con)",
     ),
     "pg_get_viewdef": ("(v) AS CAST(NULL AS VARCHAR)", "(v, pretty) AS CAST(NULL AS VARCHAR)"),
     "pg_get_triggerdef": ("(t) AS CAST(NULL AS VARCHAR)", "(t, pretty) AS CAST(NULL AS VARCHAR)"),
     "pg_get_ruledef": ("(r) AS CAST(NULL AS VARCHAR)", "(r, pretty) AS CAST(NULL AS VARCHAR)"),
     "pg_get_functiondef": ("(f) AS CAST(NULL AS VARCHAR)",),
-    "pg_get_function_arguments": ("(f) AS CAST(NULL AS VARCHAR)",),
-    "pg_get_function_identity_arguments": ("(f) AS CAST(NULL AS VARCHAR)",),
-    "pg_get_function_result": ("(f) AS CAST(NULL AS VARCHAR)",),
+    # Of pg_proc's built-in functions (builtin_procs: no argument names, modes, defaults).
+    "pg_get_function_arguments": (_FUNCTION_ARGUMENTS,),
+    "pg_get_function_identity_arguments": (_FUNCTION_ARGUMENTS,),
+    "pg_get_function_result": (
+        f"(f) AS (SELECT max({S}.format_type(dp_fn_p.prorettype, NULL)) "
+        f'FROM {S}."pg_proc" dp_fn_p WHERE dp_fn_p.oid = f)',
+    ),
     "pg_get_partkeydef": ("(r) AS CAST(NULL AS VARCHAR)",),
     "pg_get_statisticsobjdef_columns": ("(s) AS CAST(NULL AS VARCHAR)",),
     "pg_get_serial_sequence": ("(t, c) AS CAST(NULL AS VARCHAR)",),

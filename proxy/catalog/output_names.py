@@ -97,9 +97,7 @@ def output_names(tree: exp.Expression) -> tuple[str, ...] | None:
         ):
             return None
         if isinstance(projection, exp.Alias):
-            alias = projection.args["alias"]
-            quoted = isinstance(alias, exp.Identifier) and alias.quoted
-            names.append(projection.alias if quoted else projection.alias.lower())
+            names.append(_identifier_name(projection.args["alias"]))
         else:
             names.append(_output_name(projection))
     return tuple(names)
@@ -158,6 +156,14 @@ def _named(node: exp.Expression) -> tuple[str, int]:
     return name, 0 if name == "?column?" else 2
 
 
+def _identifier_name(identifier: exp.Expression) -> str:
+    """A column's or alias's name as PostgreSQL reads it: folded to lower case unless
+    quoted (``TABLE_NAME`` is table_name, ``"TABLE_NAME"`` stays)."""
+    if isinstance(identifier, exp.Identifier) and identifier.quoted:
+        return identifier.name
+    return identifier.name.lower()
+
+
 def _type_name(to: exp.DataType) -> str:
     """PostgreSQL's name of a cast's type, as a column's: int4 for integer, float8 for
     double precision, varchar for character varying(5), an array's element type's."""
@@ -201,7 +207,7 @@ def _plain_name(node: exp.Expression) -> str:
         length = node.args.get("length")
         return f"sha{length.name}" if isinstance(length, exp.Literal) else "sha256"
     if isinstance(node, exp.Column):
-        return node.name
+        return _identifier_name(node.this)
     if isinstance(node, exp.Dot) and isinstance(node.expression, exp.Anonymous):
         return _output_name(node.expression)
     if isinstance(node, exp.Anonymous):
@@ -220,7 +226,9 @@ def _plain_name(node: exp.Expression) -> str:
         inner = node.this
         if isinstance(inner, exp.Select) and len(inner.expressions) == 1:
             first = inner.expressions[0]
-            return first.alias if isinstance(first, exp.Alias) else _output_name(first)
+            if isinstance(first, exp.Alias):
+                return _identifier_name(first.args["alias"])
+            return _output_name(first)
         return "?column?"
     if isinstance(node, exp.Literal | exp.Boolean | exp.Null | exp.Binary | exp.Not | exp.Paren):
         return "?column?"

@@ -56,8 +56,12 @@ def _parse(text: str) -> dict[int, PgType]:
             collation=int(coll),
             formatted=fmt,
         )
-    for type_oid, pg_type in list(types.items()):
-        if not pg_type.formatted:
+    # Element types first: an array may come before its element (_numeric, 1231, before
+    # numeric, 1700), whose name must be known to name the array (numeric[], not []).
+    for arrays in (False, True):
+        for type_oid, pg_type in list(types.items()):
+            if pg_type.formatted or (pg_type.category == "A") != arrays:
+                continue
             item = types.get(pg_type.element) if pg_type.category == "A" else None
             shown = f"{item.formatted}[]" if item is not None else pg_type.name
             types[type_oid] = replace(pg_type, formatted=shown)

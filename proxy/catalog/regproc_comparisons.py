@@ -6,19 +6,33 @@ shows), which DuckDB would read as a number to compare it with one (``invalid in
 syntax for type integer: "-"``). ADBC's PostgreSQL driver asks for the types it can read
 so: ``WHERE (typreceive != 0 OR typsend != 0)``. Compared with 0, the name stands for 0
 when it is ``-`` and for a positive OID otherwise (a column of numbers that a subquery
-names so stands for itself). Comparisons with other numbers are left as they were.
+names so stands for itself).
+
+Compared with another number or an OID column (Npgsql 4's ``JOIN pg_proc ON pg_proc.oid
+= a.typreceive``), or cast to oid, the name stands for its function's OID in the
+emulated pg_proc (builtin_procs: every function the catalog's rows name). Compared with
+text (``typreceive = 'array_recv'``) or another regproc column, names compare as they are.
 """
 
 from __future__ import annotations
 
 from sqlglot import exp
 
+from proxy.catalog.functions import macro_call
 from proxy.catalog.relations import RELATIONS
 
 #: The catalog's regproc columns (no other relation has a column of these names).
 REGPROC_COLUMNS = frozenset(
     name for relation in RELATIONS.values() for name, pg_type in relation.columns
     if pg_type == "regproc"
+)  # fmt: skip
+#: The catalog's OID columns (of type oid in every relation that has one of the name).
+OID_COLUMNS = frozenset(
+    name for relation in RELATIONS.values() for name, pg_type in relation.columns
+    if pg_type == "oid"
+) - frozenset(
+    name for relation in RELATIONS.values() for name, pg_type in relation.columns
+    if pg_type != "oid"
 )  # fmt: skip
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)
 
@@ -32,7 +46,30 @@ def regproc_compared_with_zero(node: exp.Expression) -> exp.Expression:
         node.set("this", _oid_sign(node.this))
     elif _is_zero(node.this) and _is_regproc(node.expression):
         node.set("expression", _oid_sign(node.expression))
+    elif _is_regproc(node.this) and _is_oid(node.expression):
+        node.set("this", regproc_oid(node.this))
+    elif _is_regproc(node.expression) and _is_oid(node.this):
+        node.set("expression", regproc_oid(node.expression))
     return node
+
+
+def regproc_oid(value: exp.Expression) -> exp.Expression:
+    """A regproc value (a function's name, ``-``, or a number) as its OID."""
+    return macro_call("regproc_oid", value)
+
+
+def is_regproc_column(node: exp.Expression) -> bool:
+    """Whether ``node`` is one of the catalog's regproc columns (as its name tells)."""
+    return _is_regproc(node)
+
+
+def _is_oid(node: exp.Expression) -> bool:
+    """A number, or one of the catalog's OID columns."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.Literal):
+        return not node.is_string
+    return isinstance(node, exp.Column) and node.name in OID_COLUMNS
 
 
 def _is_zero(node: exp.Expression) -> bool:

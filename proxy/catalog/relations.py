@@ -56,6 +56,11 @@ SESSION_RELATIONS = frozenset(
         (INFORMATION_SCHEMA, "columns"),
         (INFORMATION_SCHEMA, "schemata"),
         (INFORMATION_SCHEMA, "views"),
+        (INFORMATION_SCHEMA, "table_constraints"),
+        (INFORMATION_SCHEMA, "check_constraints"),
+        (INFORMATION_SCHEMA, "key_column_usage"),
+        (INFORMATION_SCHEMA, "constraint_column_usage"),
+        (INFORMATION_SCHEMA, "referential_constraints"),
     }
 )
 #: The cursors open in the asking session: a DuckDB table macro taking them (the only

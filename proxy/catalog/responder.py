@@ -16,7 +16,7 @@ from typing import Any, NamedTuple, TypeVar
 from proxy import __version__
 from proxy.backends import CancelToken
 from proxy.catalog.cache_keys import PARSE_CACHE_SIZE, TranslationKey
-from proxy.catalog.contents import Declared
+from proxy.catalog.contents import Declared, Keys
 from proxy.catalog.database import (
     TIMEOUT_SECONDS,
     CatalogDatabase,
@@ -84,11 +84,12 @@ _Outcome = Translation | _Refusal | None
 class CatalogResponder:
     """One per server: builds the emulated catalog once from the Catalog."""
 
-    def __init__(self, catalog: Catalog, declared: Declared | None = None) -> None:
+    def __init__(self, catalog: Catalog, declared: Declared | None = None, keys: Keys = ()) -> None:
         """``declared``: table -> column -> the type the database declares, shown instead
         of the rewriter's coarse type (e.g. integer and character varying, not bigint and
-        text)."""
-        self._database = CatalogDatabase(catalog, declared)
+        text), and whether it is NOT NULL; ``keys``: the PRIMARY KEY, UNIQUE and FOREIGN
+        KEY constraints it declares (those of the tables and columns shown)."""
+        self._database = CatalogDatabase(catalog, declared, keys=keys)
         self._results = ResultCache(RESULT_CACHE_SIZE)
         # Parsing (a long statement takes a second) and running catalog queries happen on
         # threads of their own, one job at a time per analyst: the event loop keeps

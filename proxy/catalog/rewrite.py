@@ -26,6 +26,7 @@ from proxy.catalog.qualified_types import unqualified_type
 from proxy.catalog.refusal import CatalogRefused
 from proxy.catalog.regproc_comparisons import regproc_compared_with_zero
 from proxy.catalog.relations import PG_CATALOG
+from proxy.catalog.scalar_from import scalar_from
 from proxy.catalog.session_values import SessionValues
 from proxy.catalog.tables import rewrite_table
 from proxy.catalog.time_kinds import ZoneContext
@@ -69,6 +70,9 @@ def _rewrite(
     if isinstance(node, exp.Table):
         if isinstance(node.this, exp.Identifier):
             return rewrite_table(node, session)
+        one_row = scalar_from(node)  # string_to_array(...) s: a relation of one row
+        if one_row is not None:
+            return one_row
         node.set("db", None)  # pg_catalog.pg_get_keywords() -> the emulation's function
         return node
     if isinstance(node, exp.Column) and node.args.get("db") is not None:
