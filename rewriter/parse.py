@@ -51,10 +51,14 @@ def parse_statement(sql: str) -> exp.Expr:
             hint="write it so: INTERVAL '1 day 2 hours 30 minutes'",
         )
     statement = statements[0]
-    _to_char_as_written(sql, statement)
-    _time_parsing_as_written(sql, statement)
+    # One walk for most statements, not three (_date_part_as_written changes meta only).
+    written_calls = statement.find(*_WRITTEN_CALLS) is not None
+    if written_calls:
+        _to_char_as_written(sql, statement)
+        _time_parsing_as_written(sql, statement)
     _date_part_as_written(sql, statement)
-    _date_calls_as_casts(statement)
+    if written_calls:
+        _date_calls_as_casts(statement)
     for node in statement.walk():
         node.comments = None  # the analyst's comments never reach the database
         meta = node._meta
@@ -62,6 +66,11 @@ def parse_statement(sql: str) -> exp.Expr:
             _record_name(sql, node, meta)
             _drop_positions(node, meta)
     return statement
+
+
+#: The calls that ``_to_char_as_written``, ``_time_parsing_as_written`` and
+#: ``_date_calls_as_casts`` rewrite (each changes nothing in a statement without its own).
+_WRITTEN_CALLS = (exp.TimeToStr, exp.StrToDate, exp.StrToTime, exp.UnixToTime, exp.Date)
 
 
 def _cut_interval(sql: str) -> str | None:

@@ -14,6 +14,7 @@ from sqlglot import exp
 
 from rewriter.bias import CHECK_SHARE, Check
 from rewriter.catalog import Catalog
+from rewriter.dialects import dialect as sql_dialect
 from rewriter.errors import Rejected, readable
 from rewriter.mechanisms import DiscreteGaussian, DiscreteLaplace
 from rewriter.no_rows import NoRows, outer_no_rows, row_probe
@@ -29,13 +30,14 @@ from rewriter.passes.check_predicate import check_predicate
 from rewriter.passes.check_shape import check_shape
 from rewriter.passes.collations import default_collation
 from rewriter.passes.constants import constants, zone_probe
-from rewriter.passes.current_time import constant_dates, current_time
+from rewriter.passes.current_time import constant_dates, constant_truncations, current_time
 from rewriter.passes.distinct import check_distinct_delta, distinct
 from rewriter.passes.engine_limits import check_engine_limits
-from rewriter.passes.group_keys import domain_cells, from_data, group_keys
+from rewriter.passes.group_keys import constant_keys, domain_cells, from_data, group_keys
 from rewriter.passes.like_escapes import like_escapes
 from rewriter.passes.local_times import local_times
 from rewriter.passes.measurements import MeasureKind, MeasurementSpec, plan_measurements
+from rewriter.passes.outer_nulls import outer_nullable
 from rewriter.passes.post_kinds import released_kinds
 from rewriter.passes.post_process import post_query
 from rewriter.passes.released_source import released_source, wrapped_post_sql
@@ -153,6 +155,7 @@ def _plan(sql: str, catalog: Catalog, request: PlanRequest) -> Plan:
     time_constants(statement, request.time_zone)
     clock = current_time(statement, request.now, request.time_zone)
     constant_dates(statement)
+    constant_truncations(statement, request.time_zone)
     written = written_texts(statement) if clock else {}
     try:
         return _marked_no_rows(statement, catalog, request, clock=clock)
@@ -190,7 +193,9 @@ def _planned(statement: exp.Expr, catalog: Catalog, request: PlanRequest, *, clo
     joins = check_joins(shape)
     where = None
     if shape.where is not None:
-        subqueries = WhereSubqueries(catalog, expand_subqueries, enclosing=joins.several)
+        subqueries = WhereSubqueries(
+            catalog, expand_subqueries, enclosing=joins.several, nullable=outer_nullable(shape)
+        )
         where = check_predicate(shape.where, shape.scope, subqueries=subqueries, condition=True)
     keys = group_keys(shape, data_keys=request.delta > 0 or shape.keys_only)
     check_distinct_delta(shape, keys, request.delta)
@@ -229,16 +234,23 @@ def _planned(statement: exp.Expr, catalog: Catalog, request: PlanRequest, *, clo
         checks=checks,
     )
     check_engine_limits(query, request.dialect)
-    zone = local_times(query)
+    # One walk finds the columns of local_times and the LIKEs of like_escapes: neither
+    # pass adds, removes or moves a node of the other's kind.
+    found_nodes = list(query.find_all(exp.Column, exp.Like, exp.ILike))
+    zone = local_times(query, [n for n in found_nodes if isinstance(n, exp.Column)])
     if request.dialect == "postgres":
         default_collation(query)  # LIKE never fails for a column's collation
-    else:
-        like_escapes(query)  # a backslash in a LIKE pattern escapes, as in PostgreSQL
+    else:  # a backslash in a LIKE pattern escapes, as in PostgreSQL
+        like_escapes(query, [n for n in found_nodes if not isinstance(n, exp.Column)])
     found = constants(query, request.dialect)
+    held = constant_keys(shape)  # GROUP BY ABS(0): no key, but evaluated as a constant
+    if held:
+        more = constants(exp.Tuple(expressions=list(held)), request.dialect)
+        found = (*found, *(c for c in more if c not in found))
     if zone is not None:  # the engine must know the zone, or the query is refused free
         found = (*found, zone_probe(zone, request.dialect))
     made = Plan(
-        sql=query.sql(dialect=request.dialect, copy=False),  # the tree is not kept
+        sql=query.sql(dialect=sql_dialect(request.dialect), copy=False),  # the tree is not kept
         dialect=request.dialect,
         table=shape.table.name,
         keys=keys,

@@ -14,6 +14,7 @@ from fractions import Fraction
 from sqlglot import exp
 
 from rewriter.catalog import ColumnInfo, ColumnType
+from rewriter.dialects import DEFAULT, dialect
 from rewriter.errors import Rejected
 from rewriter.intervals import Interval, interval_of
 from rewriter.output_names import function_name, output_name
@@ -98,7 +99,7 @@ def find_aggregates(
 ) -> tuple[tuple[AggregateSpec, ...], PostQuery]:
     found: dict[str, AggregateSpec] = {}
     # Matched as written (columns resolved): a key's SQL may be rewritten (cleaned, cast).
-    by_sql = {k.written.sql(): k.name for k in keys}
+    by_sql = {k.written.sql(dialect=DEFAULT): k.name for k in keys}
     zoned = frozenset(k.name for k in keys if k.zoned)  # used as themselves only
 
     def replace(node: exp.Expr) -> exp.Expr:
@@ -258,7 +259,7 @@ def names_output(target: exp.Expr, select: tuple[exp.Expr, ...]) -> bool:
 
 
 def _sql(node: exp.Expr | None) -> str:
-    return "" if node is None else node.sql()
+    return "" if node is None else node.sql(dialect=DEFAULT)
 
 
 def _as_written(node: exp.Expr) -> exp.Expr:
@@ -270,7 +271,9 @@ def _as_written(node: exp.Expr) -> exp.Expr:
 def _aggregate(node: exp.Expr, shape: QueryShape, index: int) -> AggregateSpec:
     # PostgreSQL has no MEDIAN (sqlglot would spell it PERCENTILE_CONT): keep the analyst's.
     written = node.transform(_as_written)  # transform copies
-    label = written.sql(dialect="duckdb" if node.find(exp.Median) else "postgres")
+    label = written.sql(  # a copy of its own, not kept
+        dialect=dialect("duckdb" if node.find(exp.Median) else "postgres"), copy=False
+    )
     condition = None
     if isinstance(node, exp.Filter):
         where = node.expression
@@ -397,7 +400,7 @@ def _replace_keys(
             written = written_form(sub, shape.scope)
         except Rejected:
             return sub
-        key = by_sql.get(written.sql())
+        key = by_sql.get(written.sql(dialect=DEFAULT, copy=False))  # a copy of its own
         return exp.column(key, quoted=True) if key is not None else sub
 
     replaced = node.transform(replace, copy=False)

@@ -53,6 +53,13 @@ are provably the same:
   (``case``: a ``CASE`` is named after its ``ELSE`` only when that is a column or a
   function, ``rewriter.output_names``).
 
+- a constant text cast to ``interval`` that is added or subtracted (Looker's and Tableau's
+  relative dates, ``CURRENT_DATE + CAST(-3 || ' YEAR' AS INTERVAL)``): the interval literal
+  of that text, ``INTERVAL '-3 YEAR'``, which PostgreSQL reads with the same interval
+  input. The text is a quoted text (cast to ``text`` or ``varchar`` or not), or ``||`` of
+  such texts and whole numbers (PostgreSQL's ``anynonarray || text`` writes a number as
+  its digits, ``-3``), with a text on one side of each ``||``.
+
 A number's type is PostgreSQL's type of the literal: digits are an ``integer`` up to
 2147483647, a ``bigint`` up to 9223372036854775807, else ``numeric`` (as with a point or
 an exponent); a sign is an operator on it. The casts kept are checked as before.
@@ -92,6 +99,8 @@ def cast_constants(statement: exp.Expr) -> None:
             _fold_unit(node)
         elif isinstance(node, exp.Case):
             _fold_case(node, released=id(node) in roots)
+        elif isinstance(node, exp.Cast) and node.to.this == Type.INTERVAL:
+            _fold_interval(node)
         else:
             for key, fold in _arguments(node):
                 _fold(node, key, fold)
@@ -265,6 +274,39 @@ def _fold_text(node: exp.Expr, key: str) -> None:
     text = text_constant(value)
     if text is not None:
         node.set(key, exp.Literal.string(text))
+
+
+def _fold_interval(node: exp.Cast) -> None:
+    """``CAST(text AS INTERVAL)`` of a constant text, added or subtracted, as the literal
+    ``INTERVAL 'text'`` (``_interval_text``)."""
+    parent = node.parent
+    while isinstance(parent, exp.Paren):
+        parent = parent.parent
+    if not (_plain(node.to) and isinstance(parent, (exp.Add, exp.Sub))):
+        return
+    text = _interval_text(node.this)
+    if text is not None:
+        node.replace(exp.Interval(this=exp.Literal.string(text)))
+
+
+def _interval_text(node: exp.Expr) -> str | None:
+    """``text_constant``, with whole numbers too as operands of ``||`` beside a text
+    (``-3 || ' YEAR'`` is '-3 YEAR': PostgreSQL's ``anynonarray || text``)."""
+    node = node.unnest()
+    if not isinstance(node, exp.DPipe):
+        return text_constant(node)
+    sides = (node.this, node.expression)
+    texts = [_interval_text(side) for side in sides]
+    if all(text is None for text in texts):
+        return None  # 3 || 4: no operator of two numbers
+    found = [t if t is not None else _number_text(s) for t, s in zip(texts, sides, strict=True)]
+    return None if found[0] is None or found[1] is None else found[0] + found[1]
+
+
+def _number_text(node: exp.Expr) -> str | None:
+    """A whole-number literal (negated or not) as PostgreSQL writes it as text."""
+    found = _whole(node.unnest())
+    return None if found is None else str(found[0])
 
 
 def _fold_unit(node: exp.Expr) -> None:

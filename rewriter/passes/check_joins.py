@@ -11,9 +11,19 @@ alike (``rx.visit_id = rx2.visit_id``: one parent row, one person). A table reac
 person through a path that the query does not join explicitly is joined to the path's
 tables by the rewriter.
 
+A protected table may also be LEFT JOINed along the person: its own ON must link it so to a
+protected table before it (:func:`_left_link`). The rows before it that meet none of its
+rows are kept, with NULLs in its columns, and belong to the person of the tables before it:
+the query's unit is the first protected table's, reached by inner joins only (never through
+a table LEFT JOINed, whose unit column is NULL there). A LEFT JOIN of a protected table
+inside a subquery in WHERE is refused: the subquery's values must be its own person's.
+
 Rows per person: the product of the joined protected tables' ``max_rows_per_unit``, except
 that a table joined as the foreign-key parent of another does not multiply its child's rows
-(the referenced column is a key).
+(the referenced column is a key). A LEFT JOIN multiplies as an inner join (a row meeting
+none of the joined table's rows is kept once); a foreign-key parent LEFT JOINed multiplies
+nothing, but a child LEFT JOINed to its parent keeps the parent's rows without a child, so
+the parent multiplies too.
 
 How long a query runs is not protected by the noise (docs/privacy.md), so joins must not
 multiply one person's rows without limit: ``WHERE p.patient_id = 42 AND p.income > x``
@@ -114,12 +124,18 @@ def check_joins(shape: QueryShape) -> JoinBounds:
     by_alias = {s.alias: s for s in scope.sources}
     links: list[tuple[str, str]] = []
     parents: dict[str, Source] = {}  # child alias -> the source joined as its FK parent
+    keyed: set[str] = set()  # sources LEFT JOINed as the FK parent of a table before them
     for join in resolved:
         if join.kind != "inner":
             # A LEFT JOIN's ON removes no row of the tables before it: a unit or foreign-key
-            # equality there links nothing (``visits JOIN patients ON TRUE LEFT JOIN
-            # departments ON v.patient_id = p.patient_id`` pairs every visit with every
-            # patient). Only public tables are LEFT JOINed, so inner ONs are enough.
+            # equality there between them links nothing (``visits JOIN patients ON TRUE LEFT
+            # JOIN departments ON v.patient_id = p.patient_id`` pairs every visit with every
+            # patient). It links the table it joins, a protected one, to one before it.
+            if not join.source.table.policy.public:
+                link, lookup = _left_link(join, scope, by_alias)
+                links.append(link)
+                if lookup:
+                    keyed.add(join.source.alias)
             continue
         for condition in conjuncts(join.on):
             pair = _unit_pair(condition, by_alias)
@@ -150,7 +166,7 @@ def check_joins(shape: QueryShape) -> JoinBounds:
             "or along its declared foreign-key path",
             hint=f"e.g. JOIN … ON {_link_hint(protected[0], unlinked[0])}",
         )
-    excluded = {parent.alias for parent in parents.values()}
+    excluded = {parent.alias for parent in parents.values()} | keyed
     multiplying = [s for s in protected if s.alias not in excluded]
     several = _check_growth(scope, resolved, multiplying, by_alias)
     rows = math.prod(s.table.policy.max_rows_per_unit for s in multiplying)
@@ -158,6 +174,72 @@ def check_joins(shape: QueryShape) -> JoinBounds:
     hidden, unit = _unit_of(scope.driver, parents)
     groups_set = bool(_group_caps(protected))
     return JoinBounds(resolved, hidden, unit, rows, groups, several, groups_set)
+
+
+def _left_link(
+    join: ResolvedJoin, scope: Scope, by_alias: dict[str, Source]
+) -> tuple[tuple[str, str], bool]:
+    """The link that the ON of ``LEFT JOIN <protected table>`` makes between that table and
+    a protected table before it, and whether the joined table is that table's foreign-key
+    parent (a key: it adds no row to those before it).
+
+    The rows before the join that meet none of its rows are kept with NULL in its columns:
+    they still belong to their person, whom the query's unit (the first protected table's,
+    never the joined table's) names; the rows it matches belong to that person too, as the
+    ON equates both tables' persons. A person's rows grow as an inner join's would: each
+    row before the join meets at most the joined table's ``max_rows_per_unit`` of that
+    person's rows, and is kept once when it meets none, which a table holding at least one
+    row per person already counts. A foreign-key parent LEFT JOINed is a key lookup (one
+    row or none); a foreign-key child LEFT JOINed to its parent does not make the parent a
+    key lookup: the parent's rows without a child are kept as well, so both multiply.
+
+    Only an equality of the join's own ON between the joined table and a table before it
+    links them: one between two earlier tables filters nothing (module docstring)."""
+    joined = join.source
+    if _in_where_subquery(scope):
+        # ``x IN (SELECT p.patient_id FROM visits v LEFT JOIN patients p …)`` would hold a
+        # NULL for one person's visit without a patients row, which turns every row's
+        # NOT IN to NULL: a subquery's value must be its own person's.
+        raise Rejected(
+            "LEFT JOIN is supported only with a public lookup table inside a subquery in "
+            f'WHERE (this one LEFT JOINs protected table "{joined.table.name}"): its NULLs '
+            "would belong to other persons' rows",
+            hint="use an inner JOIN in the subquery, or move the LEFT JOIN to the outer query",
+        )
+    before = {s.alias for s in scope.sources[: scope.sources.index(joined)]}
+    for condition in conjuncts(join.on):
+        for pair in (_unit_pair(condition, by_alias), _same_parent(condition, by_alias)):
+            if pair is not None and joined.alias in pair:
+                other = pair[0] if pair[1] == joined.alias else pair[1]
+                if other in before:
+                    return (joined.alias, other), False
+        fk = _foreign_key(condition, by_alias)
+        if fk is not None:
+            child, parent = fk
+            if parent == joined.alias and child in before:
+                return fk, True
+            if child == joined.alias and parent in before:
+                return fk, False
+    earlier = [s for s in scope.protected if s.alias in before]
+    name = joined.table.name
+    example = _link_hint(earlier[0], joined) if earlier else None
+    raise Rejected(
+        "LEFT JOIN is supported only with a public lookup table, or with a protected table "
+        "whose ON equates its privacy unit (or its declared foreign-key path) with a "
+        f'protected table before it; "{name}" is joined otherwise',
+        hint=f"e.g. LEFT JOIN {name} {joined.reference} ON {example}"
+        if example is not None and joined.reference != name
+        else f"e.g. LEFT JOIN {name} ON {example}"
+        if example is not None
+        else f'read "{name}" first (FROM {name} … LEFT JOIN <public table> ON …)',
+    )
+
+
+def _in_where_subquery(scope: Scope) -> bool:
+    """Whether ``scope`` is a subquery's in WHERE (rewriter.passes.where_subqueries)."""
+    from rewriter.passes.where_subqueries import NestedScope  # noqa: PLC0415 (imports this)
+
+    return isinstance(scope, NestedScope)
 
 
 def _check_growth(

@@ -87,12 +87,13 @@ _FUNCTIONS = (
     exp.DateTrunc,
     exp.TimestampTrunc,
     exp.WidthBucket,
+    exp.StrPosition,
 )
 # Functions that one engine lacks are rewritten into portable SQL after resolution.
 
 ALLOWED_FUNCTIONS = (
     "lower, upper, abs, coalesce, length, trim, extract, round, floor, ceil, substring, sign, "
-    "greatest, least, date_trunc, width_bucket, nullif, left, concat"
+    "greatest, least, date_trunc, width_bucket, nullif, left, concat, strpos, position"
 )
 _CAST_TYPES = frozenset(
     {
@@ -349,7 +350,7 @@ class _Portable:
             )
         if isinstance(node, exp.Literal):
             return not node.is_string and _literal_fits(node.this)
-        if isinstance(node, (exp.Null, exp.Extract, exp.Length, exp.Sign)):
+        if isinstance(node, (exp.Null, exp.Extract, exp.Length, exp.StrPosition, exp.Sign)):
             return True  # EXTRACT: a date or timestamp field; sign: -1, 0 or 1
         if isinstance(node, exp.Cast):
             if node.to.this in _FLOATING_TYPES or node.to.this in _INTEGER_TYPES:
@@ -382,7 +383,7 @@ class _Portable:
             return node.is_int
         if isinstance(node, exp.Cast):
             return node.to.this in _INTEGER_TYPES
-        if isinstance(node, (exp.Null, exp.Length)):
+        if isinstance(node, (exp.Null, exp.Length, exp.StrPosition)):
             return True
         if isinstance(node, (exp.Case, exp.If, exp.Coalesce, exp.Greatest, exp.Least)):
             return all(self._integral(v) for v in _values(node))

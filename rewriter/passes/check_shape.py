@@ -19,6 +19,7 @@ from sqlglot import exp
 
 from rewriter.catalog import Catalog, TableInfo
 from rewriter.errors import Rejected
+from rewriter.passes.outer_nulls import count_matched_persons
 from rewriter.scope import INLINED, Join, Scope, Source
 
 
@@ -268,6 +269,7 @@ def check_shape(tree: exp.Expr, catalog: Catalog) -> QueryShape:
             f"{clause_name(unsupported)} is not supported yet", hint=clause_hint(unsupported)
         )
     scope, joins = sources(tree, catalog)
+    count_matched_persons(tree, scope, joins)
     table = scope.driver.table
     for item in tree.expressions:
         if isinstance(item, exp.Star) or (
@@ -338,7 +340,7 @@ def sources(
     joins = []
     for index, join in enumerate(tree.args.get("joins") or [], start=1):
         joined = _source(join.this, catalog, f"{prefix}{index}")
-        kind = _join_kind(join, joined)
+        kind = _join_kind(join)
         on, merged = _join_condition(join, left, joined)
         joins.append(Join(joined, kind, on))
         sources.append(joined)
@@ -364,12 +366,12 @@ def _source(node: exp.Expr, catalog: Catalog, generated: str) -> Source:
     return Source(table, reference, generated, hidden=bool(node.meta.get(INLINED)), aliased=aliased)
 
 
-def _join_kind(join: exp.Join, joined: Source) -> str:
+def _join_kind(join: exp.Join) -> str:
     refuse_extra(
         join,
         _JOIN_ARGS,
         "in a JOIN",
-        hint="write JOIN <table> ON <condition>, or LEFT JOIN <public table> ON …",
+        hint="write JOIN <table> ON <condition>, or LEFT JOIN <table> ON <condition>",
     )
     side = (join.side or "").upper()
     kind = (join.kind or "").upper()
@@ -385,15 +387,16 @@ def _join_kind(join: exp.Join, joined: Source) -> str:
             hint="write x IN (SELECT …) or [NOT] EXISTS (SELECT …) in WHERE",
         )
     if side == "LEFT":
-        if not joined.table.policy.public:
-            raise Rejected(
-                "LEFT JOIN is supported only with a public lookup table on the right",
-                hint="use an inner JOIN between protected tables",
-            )
+        # A public lookup table, or a protected table along the privacy unit (checked by
+        # check_joins: its ON must link it to a protected table before it).
         return "left"
+    written = " ".join(w for w in (side, kind) if w)
     raise Rejected(
-        f"{' '.join(w for w in (side, kind) if w)} JOIN is not supported; "
-        "use JOIN or LEFT JOIN <public table>"
+        f"{written} JOIN is not supported; use JOIN or LEFT JOIN",
+        hint="write a RIGHT JOIN b as b LEFT JOIN a"
+        if side == "RIGHT"
+        else "write JOIN or LEFT JOIN: dpproxy does not keep the rows of both sides that "
+        "meet no row of the other",
     )
 
 

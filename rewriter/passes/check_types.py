@@ -185,6 +185,8 @@ def _find_kind(node: exp.Expr, scope: Scope, where: str, memo: TypeMemo, *, raw:
     found = {
         id(child): _kind(child, scope, where, memo, raw=raw) for child in node.iter_expressions()
     }
+    if isinstance(node, exp.StrPosition):
+        return _text_position(node, found, where)
     if isinstance(node, _ON_NUMBERS) and node.this is not None:
         # round(department, 1) would fail on every row, after the query was charged.
         _numeric(node, where, [found[id(node.this)]])
@@ -246,6 +248,22 @@ def _comparable(
     raw values (``value_types.comparisons.compare``)."""
     each = [_kind(o, scope, where, memo) for o in operands]
     compare(node, operands, each, scope, where, memo=memo, raw=raw)
+
+
+def _text_position(node: exp.StrPosition, found: dict[int, str], where: str) -> str:
+    """``strpos(text, text)``, ``position(text IN text)``: the character position of the
+    first match (1 for an empty one), 0 for none, NULL of a NULL; it cannot fail on any
+    text (the PostgreSQL SQL reads the searched text under the default collation,
+    ``passes.collations``). Of another kind, or with a start or an occurrence (other
+    dialects' forms), refused."""
+    extra = [k for k in ("position", "occurrence") if node.args.get(k) is not None]
+    kinds = [found.get(id(node.this)), found.get(id(node.args.get("substr")))]
+    if extra or any(k not in (TEXT, LITERAL_TEXT, NULL) for k in kinds):
+        raise Rejected(
+            f"{node.sql(dialect='postgres')} in {where}: strpos(text, text) needs two text values",
+            hint="for example strpos(lower(diagnosis), 'z00') > 0, or cast to text first",
+        )
+    return NUMBER
 
 
 def _numeric(node: exp.Expr, where: str, kinds: list[str]) -> str:

@@ -19,10 +19,13 @@ DuckDB raises no such error (its collations change what LIKE matches, never whet
 runs; two different collations in one comparison are refused when the query is bound,
 whatever the rows): its SQL is left as it is.
 
-The other functions PostgreSQL refuses under a nondeterministic collation (the regular
-expressions ``~``, ``~*``, ``SIMILAR TO``, ``regexp_…``; ``position``, ``strpos``,
-``replace``, ``split_part``, ``starts_with``) are not among the allowed row-level
-expressions (``check_predicate``).
+``strpos(a, b)`` and ``position(b IN a)``, which PostgreSQL refuses under a
+nondeterministic collation too, search ``((a) COLLATE "default")`` alike (in parentheses:
+``position``'s operands take no ``COLLATE``): the explicit collation is the search's
+whatever ``b``'s. The other functions PostgreSQL refuses under a
+nondeterministic collation (the regular expressions ``~``, ``~*``, ``SIMILAR TO``,
+``regexp_…``; ``replace``, ``split_part``, ``starts_with``) are not among the allowed
+row-level expressions (``check_predicate``).
 """
 
 from __future__ import annotations
@@ -30,14 +33,15 @@ from __future__ import annotations
 from sqlglot import exp
 
 #: The operators whose text PostgreSQL 15 refuses under a nondeterministic collation.
-MATCHING = (exp.Like, exp.ILike)
+MATCHING = (exp.Like, exp.ILike, exp.StrPosition)
 
 
 def default_collation(tree: exp.Expr) -> None:
     """Read the text of every LIKE and ILIKE of ``tree`` (the bounded query, for PostgreSQL)
     under the default collation, in place."""
     for node in list(tree.find_all(*MATCHING)):
-        node.set("this", collated(node.this))
+        text = collated(node.this)
+        node.set("this", exp.Paren(this=text) if isinstance(node, exp.StrPosition) else text)
 
 
 def collated(text: exp.Expr) -> exp.Expr:

@@ -17,8 +17,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from enum import Enum
 
 from sqlglot import exp
+
+from rewriter.dialects import dialect as sql_dialect
 
 _LEAVES = (exp.Literal, exp.Null, exp.Boolean, exp.Var, exp.DataType, exp.Identifier, exp.Star)
 _NOT_CONSTANT = (
@@ -56,6 +59,7 @@ class Constant:
 def constants(tree: exp.Expr, dialect: str) -> tuple[Constant, ...]:
     """The constant expressions of ``tree`` worth evaluating, each once."""
     found: dict[str, Constant] = {}
+    engine = sql_dialect(dialect)
 
     def record(node: exp.Expr) -> None:
         if isinstance(node, _LEAVES) or _plain(node):
@@ -64,28 +68,68 @@ def constants(tree: exp.Expr, dialect: str) -> tuple[Constant, ...]:
             for child in node.iter_expressions():
                 record(child)
             return
-        sql = _fetchable(node).sql(dialect=dialect)
+        sql = _fetchable(node).sql(dialect=engine)
         if sql not in found:
-            found[sql] = Constant(sql, node.sql(dialect="postgres"))
+            found[sql] = Constant(sql, node.sql(dialect=sql_dialect("postgres")))
 
-    def visit(node: exp.Expr) -> bool:
+    def constant(node: exp.Expr) -> bool:
         """Whether ``node`` is constant; records its largest constant parts if not."""
-        if isinstance(node, _LEAVES):
+        role = _ROLES.get(type(node)) or _role(type(node))
+        if role is _Role.LEAF:
             return True  # nothing inside is worth recording on its own
-        if isinstance(node, exp.Column):
+        if role is _Role.COLUMN:
             return False  # names only inside
+        return visit(node, role)
+
+    def visit(node: exp.Expr, role: _Role) -> bool:
+        """``constant`` of a node that is neither a leaf nor a column (``role``), with
+        its children's leaves and columns told apart here (the most frequent ones)."""
         children = list(node.iter_expressions())
-        flags = [visit(child) for child in children]
-        if not isinstance(node, _NOT_CONSTANT) and all(flags):
+        flags = []
+        for child in children:
+            child_role = _ROLES.get(type(child)) or _role(type(child))
+            if child_role is _Role.LEAF:
+                flags.append(True)
+            elif child_role is _Role.COLUMN:
+                flags.append(False)
+            else:
+                flags.append(visit(child, child_role))
+        if role is not _Role.NOT_CONSTANT and all(flags):
             return True
-        for child, constant in zip(children, flags, strict=True):
-            if constant:
+        for child, is_constant in zip(children, flags, strict=True):
+            if is_constant and _ROLES[type(child)] is not _Role.LEAF:  # a leaf records none
                 record(child)
         return False
 
-    if visit(tree):
+    if constant(tree):
         record(tree)
     return tuple(found.values())
+
+
+class _Role(Enum):
+    LEAF = 1  # of _LEAVES
+    COLUMN = 2
+    NOT_CONSTANT = 3  # of _NOT_CONSTANT, not a column
+    OTHER = 4
+
+
+#: Each node class's role, found once (a class's isinstance checks never change).
+_ROLES: dict[type[exp.Expr], _Role] = {}
+
+
+def _role(kind: type[exp.Expr]) -> _Role:
+    found = _ROLES.get(kind)
+    if found is None:
+        if issubclass(kind, _LEAVES):
+            found = _Role.LEAF
+        elif issubclass(kind, exp.Column):
+            found = _Role.COLUMN
+        elif issubclass(kind, _NOT_CONSTANT):
+            found = _Role.NOT_CONSTANT
+        else:
+            found = _Role.OTHER
+        _ROLES[kind] = found
+    return found
 
 
 def _fetchable(node: exp.Expr) -> exp.Expr:

@@ -36,8 +36,9 @@ from typing import TypeVar
 
 from sqlglot import exp
 
-from rewriter.datetime_input import read_moment
+from rewriter.datetime_input import instant_text, read_moment, within_years
 from rewriter.errors import Rejected
+from rewriter.passes.time_constants import FOLDED, INSTANT_ZONE, WRITTEN
 from rewriter.written_text import marked
 from rewriter.zones import ZONE_HINT, sql_zone
 
@@ -285,6 +286,69 @@ def constant_dates(tree: exp.Expr) -> None:
             current = current.parent
         if best is not None and value is not None:
             best.replace(marked(_literal(value), best))
+
+
+def constant_truncations(tree: exp.Expr, zone: str) -> None:
+    """Pass 0, after ``constant_dates``: ``date_trunc(unit, DATE '…')`` and ``date_trunc(unit,
+    TIMESTAMP '…')`` (Tableau's and Looker's filters), with the casts and interval arithmetic
+    around them, computed here as ``current_time`` computes ``date_trunc('month',
+    CURRENT_DATE)``, in place. PostgreSQL truncates a date as a timestamp with time zone
+    (local midnight in the session's ``zone``): an instant, written as
+    ``rewriter.passes.time_constants`` writes one, where it is compared (``visit_date >=
+    date_trunc('year', DATE '2023-01-01')``), or the date or timestamp a cast makes of it.
+    A constant cannot fail on a row: as a function of the data the engines could fail on
+    extreme values (``value_types.moments``), of a constant it is the same value for every
+    row. Anything else is left as written (and checked as before)."""
+    roots = [
+        n
+        for n in tree.walk()
+        if isinstance(n, exp.TimestampTrunc | exp.DateTrunc)
+        and _moment_literal(n.this.unnest()) is not None
+    ]
+    if not roots:
+        return
+    try:
+        clock = _Clock(dt.datetime.now(dt.UTC), _zone(zone))
+    except Rejected:
+        return  # a zone computed nowhere here: left as written
+    for node in roots:
+        if node.root() is not tree:
+            continue  # inside one replaced already
+        best: exp.Expr | None = None
+        value: dt.date | _Instant | None = None
+        current: exp.Expr | None = node
+        while current is not None and not isinstance(current, exp.Select | exp.Subquery):
+            try:
+                found = _value(current, clock)
+            except _NotFolded:
+                break
+            if isinstance(found, dt.date | _Instant):
+                best, value = current, found
+            current = current.parent
+        if best is None or value is None:
+            continue
+        if not isinstance(value, _Instant):
+            best.replace(marked(_literal(value), best))
+        elif _compared(best) and within_years(value.value.astimezone(dt.UTC)):
+            made = exp.cast(
+                exp.Literal.string(instant_text(value.value)), exp.DataType.Type.TIMESTAMPTZ
+            )
+            made.meta[FOLDED] = "instant"
+            made.meta[INSTANT_ZONE] = zone
+            made.meta[WRITTEN] = best.sql(dialect="postgres")
+            best.replace(made)
+
+
+def _compared(node: exp.Expr) -> bool:
+    """Whether ``node`` is an operand of a comparison (=, <>, <, <=, >, >=, BETWEEN, IN of
+    a list): where ``rewriter.passes.time_constants`` keeps an instant."""
+    child, parent = node, node.parent
+    while isinstance(parent, exp.Paren):
+        child, parent = parent, parent.parent
+    compared = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between, exp.In)
+    if not isinstance(parent, compared) or parent.args.get("query") is not None:
+        return False
+    return child.arg_key in ("this", "expression", "low", "high", "expressions")
 
 
 def _in_arithmetic(node: exp.Expr) -> bool:

@@ -17,12 +17,17 @@ least 1/N from the next one, which is far more than a double's error there).
 Accepted: ``floor(EXTRACT(epoch FROM c) / N)`` (date_part('epoch', c) too), times N or not
 (either side), for a constant whole N from 1 to MAX_SECONDS, of a date or a timestamp
 column (cast to a timestamp or not); released as BIGINT, NULL outside the years 1 to 9999
-as every date key. A timestamp with time zone is refused (its epoch is the instant's, not
-its local time's).
+as every date key. N may be written with an exponent, as Go's ``%v`` writes Grafana's
+intervals of a million seconds or more (``2.592e+06``, 30 days): a numeric in PostgreSQL of
+no decimal places when its digits after the point are no more than its exponent, so the
+key's value is written alike (``2.5920e+03`` has one decimal place there, ``2592000.0`` in
+the key: refused, as ``2592.0`` is). A timestamp with time zone is refused (its epoch is
+the instant's, not its local time's).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from sqlglot import exp
@@ -34,6 +39,8 @@ from rewriter.passes.value_types.constant_arguments import constant_integer
 MAX_SECONDS = 10**12
 _EPOCH_DAY = "1970-01-01"
 _BIGINT = exp.DataType.Type.BIGINT
+#: A number with an exponent: digits, a point and digits, e or E, a signed exponent.
+_EXPONENT = re.compile(r"(\d+)(?:\.(\d*))?[eE]([+-]?\d{1,3})")
 
 
 @dataclass(frozen=True)
@@ -50,7 +57,7 @@ def epoch_bucket(node: exp.Expr) -> EpochBucket | None:
     if isinstance(node, exp.Mul):
         for floor, factor in ((node.this, node.expression), (node.expression, node.this)):
             found = _floor(floor.unnest())
-            if found is not None and constant_integer(factor.unnest(), 1, MAX_SECONDS) == found[1]:
+            if found is not None and _seconds(factor.unnest()) == found[1]:
                 return EpochBucket(found[0], found[1], True)
         return None
     found = _floor(node)
@@ -98,8 +105,24 @@ def _floor(node: exp.Expr) -> tuple[exp.Expr, int] | None:
     extracted = quotient.this.unnest()
     if not (isinstance(extracted, exp.Extract) and _epoch(extracted)):
         return None
-    seconds = constant_integer(quotient.expression.unnest(), 1, MAX_SECONDS)
+    seconds = _seconds(quotient.expression.unnest())
     return None if seconds is None else (extracted.expression, seconds)
+
+
+def _seconds(node: exp.Expr) -> int | None:
+    """N: a whole number from 1 to MAX_SECONDS, written as digits or with an exponent
+    whose numeric has no decimal places in PostgreSQL (``2.592e+06``, ``1e6``)."""
+    found = constant_integer(node, 1, MAX_SECONDS)
+    if found is not None or not (isinstance(node, exp.Literal) and not node.is_string):
+        return found
+    written = _EXPONENT.fullmatch(str(node.this))
+    if written is None:
+        return None
+    whole, places, exponent = written.group(1), written.group(2) or "", int(written.group(3))
+    if len(places) > exponent:  # decimal places (2.5920e+03 is 2592.0), or a fraction
+        return None
+    value = int(whole + places) * 10 ** (exponent - len(places))
+    return value if 1 <= value <= MAX_SECONDS else None
 
 
 def _epoch(node: exp.Extract) -> bool:

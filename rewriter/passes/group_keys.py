@@ -17,6 +17,13 @@ date_trunc, arithmetic and rounding over bounded columns (computed on clamped va
 ``rewriter.passes.numeric_keys``), and CASE/COALESCE over these. Arithmetic on a column,
 refused in predicates (it could fail on one value), is accepted there because a key
 computes on the clamped values, whose every step is bounded.
+
+A key of constants only that has no domain of its own (Metabase's pivot tables group by
+``ABS(0) AS "pivot-grouping"``) splits no rows: as in PostgreSQL, every row is in its one
+group. It is left out of the keys (``constant_keys``), one public group whatever the
+data; a select item that names it is the constant, computed after the release as every
+constant of the select list. The planner evaluates it with the query's other constants,
+before the charge (``rewriter.passes.constants``): one that fails refuses the query.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from decimal import Decimal
 from sqlglot import exp
 
 from rewriter.catalog import ColumnType
+from rewriter.dialects import DEFAULT
 from rewriter.errors import Rejected
 from rewriter.passes.boolean_text import CONDITIONS, as_texts, boolean_text
 from rewriter.passes.check_predicate import check_predicate
@@ -73,14 +81,17 @@ def group_keys(shape: QueryShape, *, data_keys: bool = False) -> tuple[GroupKey,
     """The GROUP BY keys. ``data_keys``: whether keys without a public domain are allowed
     (the query may spend δ > 0 on partition selection)."""
     outer = outer_nullable(shape) if shape.group else frozenset[str]()
+    targets = [_dereference(item, shape) for item in shape.group]
     found = [
-        _zoned(_key(f"k{index}", _dereference(item, shape), shape.scope, data_keys, outer))
-        for index, item in enumerate(shape.group)
+        _zoned(_key(f"k{index}", target, shape.scope, data_keys, outer))
+        for index, target in enumerate(targets)
+        if _constant_key(target, shape) is None
     ]
     # A key listed twice (GROUP BY sex, sex; GROUP BY 1, sex) groups as once, as in
     # PostgreSQL: the first is kept.
-    unique = {k.written.sql(): k for k in reversed(found)}
-    kept = [k for k in found if unique[k.written.sql()] is k]
+    sqls = [k.written.sql(dialect=DEFAULT) for k in found]
+    unique = {sql: k for sql, k in zip(reversed(sqls), reversed(found), strict=True)}
+    kept = [k for sql, k in zip(sqls, found, strict=True) if unique[sql] is k]
     keys = [dataclasses.replace(k, name=f"k{index}") for index, k in enumerate(kept)]
     cells = math.prod(len(k.domain) for k in keys if k.domain is not None)
     if cells > MAX_CELLS:
@@ -89,6 +100,41 @@ def group_keys(shape: QueryShape, *, data_keys: bool = False) -> tuple[GroupKey,
             hint="group by fewer or coarser keys",
         )
     return tuple(keys)
+
+
+def constant_keys(shape: QueryShape) -> tuple[exp.Expr, ...]:
+    """The GROUP BY items left out of the keys as constants (``_constant_key``), checked,
+    for the planner to evaluate before the charge."""
+    found = (_constant_key(_dereference(item, shape), shape) for item in shape.group)
+    return tuple(c for c in found if c is not None)
+
+
+#: Nodes that make an expression other than a constant.
+_NOT_CONSTANT = (
+    exp.Column,
+    exp.Subquery,
+    exp.Select,
+    exp.Exists,
+    exp.AggFunc,
+    exp.Window,
+    exp.Rand,
+    exp.Placeholder,
+    exp.Parameter,
+)
+
+
+def _constant_key(target: exp.Expr, shape: QueryShape) -> exp.Expr | None:
+    """``target`` checked as a row-level expression, if it is a key of constants only with
+    no domain of its own (``ABS(0)``; ``'x'``, ``1::integer`` or a CASE of constants have
+    one), outside a SELECT DISTINCT (whose keys are its answer); None otherwise."""
+    if shape.keys_only or any(isinstance(n, _NOT_CONSTANT) for n in target.walk()):
+        return None
+    resolved = check_predicate(target, shape.scope, "GROUP BY")  # refused as before
+    try:
+        _domain(resolved, shape.scope, target, frozenset())
+    except _NoDomain:
+        return resolved
+    return None
 
 
 def _key(

@@ -8,15 +8,18 @@ pattern holds a backslash gets ``ESCAPE '\\'``: PostgreSQL's meaning on both eng
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from sqlglot import exp
 
 _BACKSLASH = "\\"
 
 
-def like_escapes(tree: exp.Expr) -> exp.Expr:
+def like_escapes(tree: exp.Expr, likes: Iterable[exp.Expr] | None = None) -> exp.Expr:
     """``tree`` (changed in place) with ``ESCAPE '\\'`` after each LIKE or ILIKE whose
-    constant pattern holds a backslash and that has no ESCAPE."""
-    for node in list(tree.find_all(exp.Like, exp.ILike)):
+    constant pattern holds a backslash and that has no ESCAPE. ``likes``: the LIKEs and
+    ILIKEs of ``tree``, if the caller has found them already (in the order of ``find_all``)."""
+    for node in list(tree.find_all(exp.Like, exp.ILike)) if likes is None else likes:
         pattern = node.expression
         if isinstance(node.parent, exp.Escape) or not (
             isinstance(pattern, exp.Literal) and pattern.is_string and _BACKSLASH in pattern.name

@@ -12,17 +12,20 @@ the zone of its own connection. Compared ones stay instants (``value_types.zoned
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from sqlglot import exp
 
 from rewriter.zones import ZONE, instant_copy, is_local, is_zoned, local_time
 
 
-def local_times(query: exp.Select) -> str | None:
+def local_times(query: exp.Select, columns: Iterable[exp.Column] | None = None) -> str | None:
     """Write the local times of ``query`` (in place), and return the zone its timestamps
-    with time zone are read in (None if it reads none)."""
+    with time zone are read in (None if it reads none). ``columns``: the columns of
+    ``query``, if the caller has found them already (in the order of ``find_all``)."""
     zones: set[str] = set()
     # Columns only (a walk that calls nothing per node: this runs on every query).
-    for node in list(query.find_all(exp.Column)):
+    for node in list(query.find_all(exp.Column)) if columns is None else columns:
         if not is_zoned(node):
             continue
         zones.add(str(node.meta[ZONE]))

@@ -39,6 +39,7 @@ from typing import Protocol
 
 from sqlglot import exp
 
+from rewriter.dialects import DEFAULT
 from rewriter.errors import Rejected
 from rewriter.intervals import Interval
 from rewriter.passes.aggregates import Aggregate, AggregateSpec
@@ -327,7 +328,7 @@ class _Identities:
             return ""
         found = self._sql.get(id(node))
         if found is None:
-            found = self._sql[id(node)] = (node, node.sql())
+            found = self._sql[id(node)] = (node, node.sql(dialect=DEFAULT))
         return found[1]
 
 

@@ -28,7 +28,15 @@ value. So:
   treats x·10^d within 2^-50 below a whole number as that number, as PostgreSQL's
   trunc(numeric, d) of the decimal the double stands for (``_Builder.truncate``);
 - the key is released as BIGINT when it is an integer expression and as DOUBLE otherwise,
-  with -0 released as 0 (``canonical_double``).
+  with -0 released as 0 (``canonical_double``). A cast to an integer type (Tableau's
+  ``CAST(TRUNC(EXTRACT(YEAR FROM d)) AS INTEGER)``) is of an integer expression, or of a
+  whole DOUBLE (floor, ceil, trunc or round to 0 places), whose interval must lie within
+  the type's range (PostgreSQL fails beyond it);
+- a CASE condition that compares computed values (``WHEN (CAST(EXTRACT(dow FROM d) AS
+  integer) + 6) % 7 = 0``, Metabase's day of the week from Monday) compares them as the
+  key computes them, from clamped columns, every step bounded; as a row-level predicate
+  its arithmetic would run on the raw values, which could fail. Other conditions are
+  checked as predicates.
 """
 
 from __future__ import annotations
@@ -73,6 +81,19 @@ MAX_KEY_SQL = 50_000  # characters of one key's SQL
 _INTEGER = re.compile(r"\d+")
 _DOUBLE = exp.DataType.Type.DOUBLE
 _BIGINT = exp.DataType.Type.BIGINT
+#: The integer types a key may be cast to, and the largest magnitude each holds here.
+_INTEGER_CASTS = {
+    exp.DataType.Type.SMALLINT: 2**15 - 1,
+    exp.DataType.Type.INT: 2**31 - 1,
+    exp.DataType.Type.BIGINT: 2**52,
+}
+_NAMES = {
+    exp.DataType.Type.SMALLINT: "smallint",
+    exp.DataType.Type.INT: "integer",
+    exp.DataType.Type.BIGINT: "bigint",
+}
+#: The comparisons a CASE condition computes as the key does (``_Builder.condition``).
+_COMPARED = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
 
 #: Refuses a node the key forms do not include (``original``: the whole key, as written).
 Unknown = Callable[[exp.Expr], Rejected]
@@ -85,9 +106,10 @@ PART_MAX = 9999
 
 def computes(node: exp.Expr) -> bool:
     """Whether the value of a key does arithmetic or rounding on a column (the conditions
-    of a CASE do not count: they are checked as predicates)."""
+    of a CASE do not count: they are checked as predicates, unless they compare computed
+    values, ``_computes_compared``)."""
     if isinstance(node, exp.Case):
-        return any(computes(v) for v in case_values(node))
+        return any(computes(v) for v in case_values(node)) or _compares_computed(node)
     if isinstance(node, COMPUTING) and node.find(exp.Column) is not None:
         return True
     return any(computes(child) for child in node.iter_expressions())
@@ -100,9 +122,11 @@ def numeric_value(node: exp.Expr) -> bool:
     if isinstance(node, exp.Paren):
         return numeric_value(node.this)
     if isinstance(node, exp.Case):
-        return any(numeric_value(v) for v in case_values(node))
+        return any(numeric_value(v) for v in case_values(node)) or _compares_computed(node)
     if isinstance(node, (exp.Coalesce, exp.Greatest, exp.Least)):
         return any(numeric_value(a) for a in [node.this, *node.expressions])
+    if isinstance(node, exp.Cast) and node.to.this in _INTEGER_CASTS:
+        return numeric_value(node.this)
     return isinstance(node, COMPUTING) and node.find(exp.Column) is not None
 
 
@@ -152,6 +176,14 @@ def numeric_key(
         raise unknown(node)
     try:
         interval_of(_without_nulls(built.check), lambda c: column_interval(c, scope))
+        for check, limit, sql_type in builder.ranges:
+            found = interval_of(_without_nulls(check), lambda c: column_interval(c, scope))
+            if max(abs(found.lower), abs(found.upper)) > limit:
+                raise Rejected(
+                    f"a value cast to {sql_type} can fall outside its range (±{limit:,}), "
+                    "where PostgreSQL fails",
+                    hint="cast to bigint, or declare tighter column bounds",
+                )
     except Rejected as refused:
         raise Rejected(
             f"GROUP BY {_written(original)} cannot be computed safely on every row: "
@@ -280,6 +312,9 @@ class _Builder:
         #: CASE conditions, checked as predicates (their columns are not clamped); the
         #: built expression holds a placeholder for each until its columns are cleaned.
         self.conditions: dict[str, exp.Expr] = {}
+        #: Values computed besides the key's own (compared in a CASE condition, cast to an
+        #: integer type), each with the largest magnitude it may take and the type.
+        self.ranges: list[tuple[exp.Expr, float, str]] = []
 
     def number(self, node: exp.Expr) -> _Number:
         found = self._number(node)
@@ -346,7 +381,60 @@ class _Builder:
         found = self.part(node) if self.part is not None else None
         if found is not None:
             return self.key_part(*found)
+        if isinstance(node, exp.Cast) and node.to.this in _INTEGER_CASTS:
+            return self.integer_cast(node)
         raise self.unknown(node)
+
+    def integer_cast(self, node: exp.Cast) -> _Number:
+        """``CAST(x AS integer)`` (smallint, bigint) of an integer expression, or of a DOUBLE
+        that is a whole number (floor, ceil, trunc or round to 0 places): the same number,
+        within the type's range (checked); PostgreSQL would round any other."""
+        if node.to.expressions:
+            raise self.unknown(node)
+        inner = self.number(node.this)
+        if inner.null:
+            return inner
+        if not inner.integer:
+            if not _whole(node.this):
+                raise Rejected(
+                    f"GROUP BY {_written(self.original)}: a cast to an integer type in a key "
+                    "needs a whole number (PostgreSQL rounds the others, half to even for a "
+                    "double precision value, away from zero for a numeric one)",
+                    hint="round first: CAST(round(x) AS integer), CAST(floor(x) AS integer)",
+                )
+            inner = _Number(exp.cast(inner.sql, _BIGINT), exp.cast(inner.check, _BIGINT), True)
+        self.ranges.append((inner.check, _INTEGER_CASTS[node.to.this], _NAMES[node.to.this]))
+        return inner
+
+    def condition(self, node: exp.Expr) -> exp.Expr:
+        """A CASE condition: a comparison of computed values (``_computes_compared``), or
+        AND, OR, NOT of conditions, with such a comparison computed as the key's values
+        are; anything else checked as a predicate, held as a placeholder."""
+        inner = node.unnest()
+        if _computes_compared(inner):
+            if isinstance(inner, (exp.And, exp.Or)):
+                parts = [exp.Paren(this=self.condition(p)) for p in (inner.this, inner.expression)]
+                return inner.__class__(this=parts[0], expression=parts[1])
+            if isinstance(inner, exp.Not):
+                return exp.Not(this=exp.Paren(this=self.condition(inner.this)))
+            if isinstance(inner, _COMPARED):
+                return self.comparison(inner)
+        name = f"condition{len(self.conditions)}"
+        self.conditions[name] = check_predicate(node, self.scope, "GROUP BY")
+        return exp.Placeholder(this=name)
+
+    def comparison(self, node: exp.Expr) -> exp.Expr:
+        """``a = b`` (``<>``, ``<``, ``<=``, ``>``, ``>=``) of numbers built as the key's:
+        NULL if either is the NULL literal (as in SQL), of DOUBLEs unless both are
+        integers; both sides bounded (``ranges``)."""
+        left, right = self.number(node.this), self.number(node.expression)
+        if left.null or right.null:
+            return exp.Null()
+        if not (left.integer and right.integer):
+            left, right = left.double(), right.double()
+        for side in (left, right):
+            self.ranges.append((side.check, _MAX_VALUE, "a number"))
+        return node.__class__(this=_p(left.sql), expression=_p(right.sql))
 
     def key_part(self, sql: exp.Expr, whole: bool) -> _Number:
         """A part that is a key of its own (``Part``): its SQL held apart, as a CASE
@@ -521,11 +609,7 @@ class _Builder:
         return False
 
     def case(self, node: exp.Case) -> _Number:
-        conditions: list[exp.Expr] = []
-        for branch in node.args.get("ifs", []):
-            name = f"condition{len(self.conditions)}"
-            self.conditions[name] = check_predicate(branch.this, self.scope, "GROUP BY")
-            conditions.append(exp.Placeholder(this=name))
+        conditions = [self.condition(branch.this) for branch in node.args.get("ifs", [])]
         parts = [self.number(value) for value in case_values(node)]
         present = [p for p in parts if not p.null]
         if not present:
@@ -534,11 +618,78 @@ class _Builder:
         values = parts if integer else [p.double() for p in parts]
         has_default = node.args.get("default") is not None
 
-        def made(trees: list[exp.Expr]) -> exp.Case:
-            ifs = [exp.If(this=c.copy(), true=t) for c, t in zip(conditions, trees, strict=False)]
+        def made(trees: list[exp.Expr], checked: list[exp.Expr]) -> exp.Case:
+            ifs = [exp.If(this=c.copy(), true=t) for c, t in zip(checked, trees, strict=False)]
             return exp.Case(ifs=ifs, default=trees[len(ifs)] if has_default else None)
 
-        return _Number(made([v.sql for v in values]), made([v.check for v in values]), integer)
+        # Interval arithmetic reads the values only: the conditions stand in as placeholders.
+        held: list[exp.Expr] = [exp.Placeholder(this="condition") for _ in conditions]
+        return _Number(
+            made([v.sql for v in values], conditions),
+            made([v.check for v in values], held),
+            integer,
+        )
+
+
+def _compares_computed(node: exp.Case) -> bool:
+    """Whether a searched CASE has a condition that compares computed values, and results
+    that are numbers: number literals, NULL, or computed (a column's type is not known
+    here: ``THEN department`` keeps the CASE a predicate's)."""
+    ifs = node.args.get("ifs", []) if node.this is None else []
+    if not any(_computes_compared(branch.this) for branch in ifs):
+        return False
+    return all(_number_result(value) for value in case_values(node))
+
+
+def _number_result(node: exp.Expr) -> bool:
+    node = node.unnest()
+    if isinstance(node, exp.Neg):
+        node = node.this.unnest()
+    if isinstance(node, exp.Null) or (isinstance(node, exp.Literal) and not node.is_string):
+        return True
+    return numeric_value(node) or _cast_part(node)
+
+
+def _computes_compared(node: exp.Expr) -> bool:
+    """Whether a condition compares a computed value (arithmetic or rounding on a column,
+    or an EXTRACT cast to an integer), itself or in AND, OR, NOT."""
+    node = node.unnest()
+    if isinstance(node, (exp.And, exp.Or)):
+        return _computes_compared(node.this) or _computes_compared(node.expression)
+    if isinstance(node, exp.Not):
+        return _computes_compared(node.this)
+    if not isinstance(node, _COMPARED):
+        return False
+    return any(numeric_value(side) or _cast_part(side) for side in (node.this, node.expression))
+
+
+def _cast_part(node: exp.Expr) -> bool:
+    """``CAST(EXTRACT(field FROM c) AS integer)`` (a part of a numeric key)."""
+    node = node.unnest()
+    return isinstance(node, exp.Cast) and isinstance(node.this.unnest(), exp.Extract)
+
+
+def _whole(node: exp.Expr) -> bool:
+    """Whether a numeric key's value is a whole number: floor, ceil, trunc or round to 0
+    places, an EXTRACT (a part: its fields are whole numbers), a whole literal, or +, -, *
+    of such."""
+    node = node.unnest()
+    if isinstance(node, exp.Extract) or (isinstance(node, exp.Literal) and node.is_int):
+        return True
+    if isinstance(node, (exp.Add, exp.Sub, exp.Mul)):
+        return _whole(node.this) and _whole(node.expression)
+    if isinstance(node, (exp.Neg, exp.Abs)):
+        return _whole(node.this)
+    if isinstance(node, (exp.Floor, exp.Ceil)):
+        return not _extra(node, "decimals", "to")
+    if isinstance(node, (exp.Trunc, exp.Round)):
+        decimals = node.args.get("decimals")
+        return decimals is None or constant_integer(decimals, 0, 0) == 0
+    return False
+
+
+#: The largest magnitude of a compared value (as every step of a key: ``rewriter.intervals``).
+_MAX_VALUE = 2.0**52
 
 
 #: trunc(x, d > 0) of a DOUBLE: x·10^d this close (relatively) below a whole number is it.

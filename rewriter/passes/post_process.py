@@ -20,6 +20,7 @@ from collections.abc import Collection
 
 from sqlglot import exp
 
+from rewriter.dialects import dialect
 from rewriter.passes.aggregates import PostQuery
 from rewriter.passes.like_escapes import like_escapes
 from rewriter.passes.post_functions import plain_div, post_functions
@@ -56,7 +57,7 @@ def post_query(post: PostQuery, integers: Collection[str] = ()) -> str:
         query = query.limit(post.limit, copy=False)
     if post.offset is not None:
         query = query.offset(post.offset, copy=False)
-    return like_escapes(query).sql(dialect="duckdb")
+    return like_escapes(query).sql(dialect=dialect("duckdb"), copy=False)  # not kept
 
 
 def post_written(
@@ -66,16 +67,19 @@ def post_written(
     exact division, reals beside other types in double precision (post_reals), texts
     (post_strings), numeric casts, functions (post_functions);
     Rejected for a function PostgreSQL computes otherwise."""
-    divided = widened_reals(safe_division(plain_div(node.copy())), kinds)
+    divided = widened_reals(safe_division(plain_div(node.copy()), copy=False), kinds)
     texts = post_strings(divided, kinds, where)
     return post_functions(numeric_casts(texts, integers), kinds, where)
 
 
-def safe_division(node: exp.Expr) -> exp.Expr:
+def safe_division(node: exp.Expr, *, copy: bool = True) -> exp.Expr:
+    """``node`` (a copy, or ``node`` itself changed in place with ``copy=False``) with each
+    division and modulo by zero giving NULL."""
+
     def replace(sub: exp.Expr) -> exp.Expr:
         if isinstance(sub, (exp.Div, exp.Mod)):
             divisor = exp.func("NULLIF", sub.expression.transform(replace), exp.Literal.number(0))
             return sub.__class__(this=sub.this.transform(replace), expression=divisor)
         return sub
 
-    return node.transform(replace)  # transform copies
+    return node.transform(replace, copy=copy)

@@ -316,6 +316,10 @@ def _inline(
     for name, value in outputs.items():
         provide(name, requalify(value))
 
+    # A LEFT JOINed subquery's columns are NULL where the join finds no row: its
+    # expressions, inlined, are computed on the NULL columns of its tables instead.
+    left_joined = isinstance(node.parent, exp.Join) and (node.parent.side or "").upper() == "LEFT"
+
     def substitute(sub: exp.Expr) -> exp.Expr:
         if not isinstance(sub, exp.Column) or isinstance(sub.this, exp.Star):
             return sub
@@ -349,7 +353,15 @@ def _inline(
             return sub
         if name not in provided:
             raise Rejected(f"column {alias}.{sub.name} does not exist", sqlstate="42703")
-        return _replacement(sub, provided[name], tree)
+        value = provided[name]
+        if left_joined and value is not None and not _null_where_unmatched(value):
+            raise Rejected(
+                f"{alias}.{sub.name} is computed in a subquery joined with LEFT JOIN: where "
+                f"the join finds no row, {alias}.{sub.name} would not be NULL as in PostgreSQL",
+                hint=f"select the columns alone in the subquery and compute {sub.name} in the "
+                "outer query, or use JOIN",
+            )
+        return _replacement(sub, value, tree)
 
     table_nodes = _source_nodes(inner)
     bases = [
@@ -377,6 +389,43 @@ def _inline(
     tree.transform(substitute, copy=False)
     where = requalify(condition.this) if condition is not None else None
     return _attach(tree, outer_join, flattened, where)
+
+
+#: Expressions that are NULL when an argument is NULL (in PostgreSQL and DuckDB alike).
+_STRICT = (
+    exp.Column,
+    exp.Identifier,
+    exp.Paren,
+    exp.Cast,
+    exp.DataType,
+    exp.DataTypeParam,
+    exp.Literal,
+    exp.Neg,
+    exp.Add,
+    exp.Sub,
+    exp.Mul,
+    exp.Div,
+    exp.Mod,
+    exp.EQ,
+    exp.NEQ,
+    exp.GT,
+    exp.GTE,
+    exp.LT,
+    exp.LTE,
+    exp.DPipe,
+    exp.Upper,
+    exp.Lower,
+    exp.Length,
+    exp.Substring,
+)
+
+
+def _null_where_unmatched(value: exp.Expr) -> bool:
+    """Whether ``value`` is NULL when its columns are: it reads a column, through strict
+    operations only (a constant, COALESCE, CASE, IS NULL … are not NULL then)."""
+    return value.find(exp.Column) is not None and all(
+        isinstance(node, _STRICT) for node in value.walk()
+    )
 
 
 def _replacement(column: exp.Column, value: exp.Expr | None, tree: exp.Select) -> exp.Expr:
@@ -650,7 +699,11 @@ def _per_unit(
     where = inner.args.get("where")
     if where is not None:
         subqueries = WhereSubqueries(
-            catalog, expand_subqueries, prefix=f"{INNER_PREFIX}q", enclosing=bounds.several
+            catalog,
+            expand_subqueries,
+            prefix=f"{INNER_PREFIX}q",
+            enclosing=bounds.several,
+            nullable=frozenset(j.source.alias for j in bounds.joins if j.kind == "left"),
         )
         checked = check_predicate(where.this, scope, subqueries=subqueries, condition=True)
         select = select.where(checked, copy=False)

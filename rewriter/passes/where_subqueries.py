@@ -46,7 +46,9 @@ those rows belong to no one. Matching on the unit, a NULL on either side belongs
 person, and SQL semantics are kept exactly (NOT IN included). Along a foreign-key path the
 referenced column is a key, so never NULL for the data the path declares; a NULL there
 (which the declaration rules out) is handled per person: a subquery's NULL key is skipped,
-an outer NULL key gives NULL whatever the subquery holds.
+an outer NULL key gives NULL whatever the subquery holds. A column of a LEFT JOINed table
+(``nullable``) is NULL on rows of the left side's person, who then owns that NULL: it gives
+NULL whatever the subquery holds, as an outer NULL key does.
 """
 
 from __future__ import annotations
@@ -161,11 +163,16 @@ class WhereSubqueries:
         prefix: str = "q",
         *,
         enclosing: tuple[str, ...] = (),
+        nullable: frozenset[str] = frozenset(),
     ) -> None:
         self._catalog = catalog
         self._expand = expand
         self._prefix = prefix
         self._count = 0
+        # The enclosing query's sources joined with LEFT JOIN (outer_nulls.outer_nullable):
+        # their columns, a privacy unit or key among them, are NULL on rows of the left
+        # side's persons, which then belong to someone (see _in).
+        self._nullable = nullable
         # The enclosing query's protected tables with several rows per person that multiply
         # its rows (check_joins.JoinBounds.several): a subquery runs for each of those rows.
         self._enclosing = enclosing
@@ -211,7 +218,9 @@ class WhereSubqueries:
         output, kind = _output(layer.select, layer.scope, form)
         if form == "scalar":
             return exp.Subquery(this=layer.sql(output)), _standin(kind)
-        return _in(node.this, output, kind, layer=layer, scope=scope, where=where)
+        return _in(
+            node.this, output, kind, layer=layer, scope=scope, where=where, nullable=self._nullable
+        )
 
     def _layer(self, select: exp.Expr, scope: Scope, where: str, form: str) -> _Layer:
         """The subquery's tables (under fresh aliases), joins and WHERE, checked."""
@@ -297,9 +306,17 @@ class _Layer:
 
 
 def _in(
-    written: exp.Expr, output: exp.Expr, kind: str, *, layer: _Layer, scope: Scope, where: str
+    written: exp.Expr,
+    output: exp.Expr,
+    kind: str,
+    *,
+    layer: _Layer,
+    scope: Scope,
+    where: str,
+    nullable: frozenset[str] = frozenset(),
 ) -> tuple[exp.Expr, exp.Expr]:
-    """``written IN (SELECT output …)``, resolved, and its stand-in."""
+    """``written IN (SELECT output …)``, resolved, and its stand-in. ``nullable``: the
+    aliases of the enclosing query's LEFT JOINed sources."""
     outer = check_predicate(written, scope, where)
     if isinstance(unwrap(outer), exp.Tuple):
         raise Rejected("IN (SELECT …) compares one value", hint="compare one column")
@@ -348,8 +365,12 @@ def _in(
         # The subquery's value is a key: a NULL key is no one's parent (see above).
         also = exp.Not(this=exp.Is(this=output.copy(), expression=exp.Null()))
     found: exp.Expr = exp.In(this=outer, query=exp.Subquery(this=layer.sql(output, also)))
-    if link == "key outside":
-        # The outer value is a key: NULL whatever the subquery holds (see above).
+    left_null = link is not None and any(c.table in nullable for c in outer.find_all(exp.Column))
+    if link == "key outside" or left_null:
+        # The outer value is a key: NULL whatever the subquery holds (see above). So is a
+        # column of a LEFT JOINed table, NULL on the rows its join found no match for:
+        # those rows are the left side's person's, and x IN (S) of a NULL x would be NULL
+        # or FALSE as S, all persons' rows, holds some or none (NOT IN: NULL or TRUE).
         is_null = exp.Is(this=outer.copy(), expression=exp.Null())
         found = exp.Paren(this=exp.Case(ifs=[exp.If(this=is_null, true=exp.Null())], default=found))
     return found, exp.In(this=outer.copy(), expressions=[_standin(kind)])

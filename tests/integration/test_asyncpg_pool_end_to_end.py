@@ -222,6 +222,9 @@ def test_copy_from_query_with_arguments(server: RunningServer) -> None:
         conn = await asyncpg.connect(dsn(server))
         try:
             dp, catalog = io.BytesIO(), io.BytesIO()
+            # 76 rows in the count: at ε = 1 (noise of scale 30) it was 0 or less one
+            # time in 25; at ε = 5 about once in 600,000.
+            await conn.execute("SET dpproxy.epsilon = 5")
             status = await conn.copy_from_query(COUNT, 3, output=dp, format="csv")
             listed = await conn.copy_from_query(
                 "SELECT typname FROM pg_catalog.pg_type "

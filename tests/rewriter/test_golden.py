@@ -201,6 +201,11 @@ EXPECTED: dict[str, list[list[object]]] = {
         ]
         for d, stay in (("A", 1), ("A", 2), ("A", 3), ("B", 1))
     ],
+    # Metabase's pivot table: the constant key ABS(0) splits no rows (one public group),
+    # computed after the release; the departments as in group_by_domain.
+    "group_by_constant_key": [
+        [d, reference.count_rows(BY_DEPARTMENT, lambda r, d=d: r[2] == d)] for d in ("A", "B")
+    ],
     "group_by_domain": [
         [
             d,
@@ -260,6 +265,20 @@ EXPECTED: dict[str, list[list[object]]] = {
         ]
         for s, d in sorted({(SEX[r[1]], r[2]) for r in BY_SEX_DEPARTMENT})
     ],
+    # LEFT JOIN patients: patient 1's 4 visits (F, clamped to 3) and patient 3's 1; patient
+    # 2's 2 (M); patient 4 has no patients row: its visit is kept, in the NULL cell, where
+    # COUNT(DISTINCT p.patient_id) counts no one (p.patient_id is NULL).
+    "left_join_protected_on_unit": [["F", 3 + 1, 2], ["M", 2, 1], [None, 1, 0]],
+    # LEFT JOIN prescriptions (3 visits x 2 prescriptions per patient, 2 groups): patient
+    # 1's visits 1 (2 prescriptions, doses 5 and 10 clamped to 8) and 2 (1) in A, 3 (7) and
+    # 4 (none) in B; patient 2's 2 visits and patient 4's 1 without any in A; patient 3's
+    # visit 7 with 2 (doses 2 and 3) in B.
+    "left_join_fk_child": [["A", 3 + 2 + 1, 5 + 8 + 1], ["B", 2 + 2, 7 + 2 + 3]],
+    # LEFT JOIN visits ON … AND department = 'A' (2 rows and 2 groups per patient, the
+    # patient found through visits joined again): patient 1's prescriptions 1-3 on visits in
+    # A (clamped to 2), then its prescription 4 (visit in B: NULL) does not fit its rows;
+    # patient 3's 2 prescriptions on visit 7 (B) in NULL. Visit 99 has no patient.
+    "left_join_fk_parent": [["A", 2], [None, 2]],
     # department B is listed twice in the lookup: its visits count twice, then are clamped.
     "join_public_lookup": [
         [1, reference.count_rows(BY_FLOOR, lambda r: r[2] == "A")],
@@ -355,6 +374,8 @@ EXPECTED: dict[str, list[list[object]]] = {
     "cast_constants": [["high", 4, 1], ["low", 1, 0]],
     # to_date, to_timestamp and timestamptz constants as literals: every comparison true.
     "time_constants": [[reference.count_rows(SAMPLE_ROWS)]],
+    # Tableau's CONTAINS: strpos of the lowered text (0 where not found).
+    "where_strpos": [[reference.count_rows(SAMPLE_ROWS, lambda r: "a" in r[2].lower())]],
     "where_functions": [
         [
             reference.sum_stay(

@@ -106,7 +106,7 @@ def test_the_part_is_the_key_s_own_sql() -> None:
     ("key", "words"),
     [
         # A cast of a real value to an integer stays refused, saying so.
-        ("CAST(EXTRACT(dow FROM d) / 2 AS integer) + 1", "has no public domain"),
+        ("CAST(EXTRACT(dow FROM d) / 2 AS integer) + 1", "needs a whole number"),
         # A timestamp plus a number is no timestamp in PostgreSQL (a date plus days is a
         # date: tests/rewriter/test_key_mod_trunc_days.py).
         ("CAST(d AS TIMESTAMP) + 1", "adds a whole number of days to a date only"),

@@ -135,6 +135,10 @@ QUERIES: list[tuple[str, str | None]] = [
         "WHERE c.code LIKE 'f%'",
         None,
     ),
+    # strpos and position, which PostgreSQL refuses alike (Tableau's CONTAINS).
+    ("SELECT COUNT(*) FROM codes WHERE stay = 7 AND strpos(lower(code), 'f') > 0", None),
+    ("SELECT COUNT(*) FROM codes WHERE stay = 7 AND position(other IN code) = 0", None),
+    ("SELECT COUNT(*) FILTER (WHERE stay = 7 AND position('F' IN code) = 1) FROM codes", None),
 ]
 
 

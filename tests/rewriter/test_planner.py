@@ -46,7 +46,7 @@ def rejected(sql: str) -> Rejected:
         ),
         ("SELECT COUNT(*) FROM visits v CROSS JOIN departments d", "0A000", "CROSS"),
         (
-            "SELECT COUNT(*) FROM visits v LEFT JOIN patients p ON v.patient_id = p.patient_id",
+            "SELECT COUNT(*) FROM visits v LEFT JOIN patients p ON v.stay = p.birth_year",
             "0A000",
             "LEFT JOIN",
         ),

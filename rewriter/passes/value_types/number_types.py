@@ -85,7 +85,7 @@ def _find_number_type(node: exp.Expr, scope: Scope, memo: TypeMemo, *, cleaned: 
         return of(node.this)
     if isinstance(node, exp.Sign):
         return FLOAT_T if of(node.this) == FLOAT_T else INTEGER_T
-    if isinstance(node, (exp.Length, exp.Extract, exp.WidthBucket)):
+    if isinstance(node, (exp.Length, exp.StrPosition, exp.Extract, exp.WidthBucket)):
         return INTEGER_T
     if isinstance(node, exp.Div):
         return FLOAT_T  # DuckDB divides as DOUBLE; so does PostgreSQL, as written for it
