@@ -54,6 +54,7 @@ from proxy.asker import Asker
 from proxy.backends import Backend, BackendError, CancelToken
 from proxy.cached_answers import answer_from_cache
 from proxy.catalog.contents import Declared
+from proxy.domain_values import answer_domain_values
 from proxy.empty_answers import TableColumns, answer_without_rows, probe_columns, table_columns
 from proxy.failures import (
     CLIENT_LEFT_REASON,
@@ -289,6 +290,10 @@ class Pipeline:
             return await self._without_rows(
                 query_plan, asker, attempt, token, link=link, report=report, started=started
             )
+        if query_plan.domain_values:  # SELECT DISTINCT of public keys: free, nothing runs
+            return await self._domain_values(
+                query_plan, asker, attempt, token, link=link, started=started
+            )
         cost = self.costs.get(
             query_plan, (epsilon, delta), lambda: charge_for(query_plan, epsilon, delta)
         )
@@ -403,6 +408,46 @@ class Pipeline:
         answer = await answer_without_rows(
             no_rows,
             columns,
+            asker=asker,
+            attempt=attempt,
+            elapsed_ms=lambda: _ms_since(started),
+            ledger=self.ledger,
+            refuse=self._refuse,
+        )
+        if link is not None:  # the server writes it at once, and says if it could
+            link.expect_answer(partial(cached_answer_not_written, attempt))
+        return answer
+
+    async def _domain_values(
+        self,
+        query_plan: Plan,
+        asker: Asker,
+        attempt: Attempt,
+        token: CancelToken,
+        *,
+        link: ClientLink | None,
+        started: float,
+    ) -> StatementResult:
+        """A query of public GROUP BY keys alone: their declared values, post-processed,
+        free (proxy.domain_values). Stopped (free) as a cached answer is by a cancel
+        request or a client gone first; a post-processing error is the query's, free."""
+        if link is not None and link.gone:
+            token.cancel(CLIENT_DISCONNECT)
+        await stop_if_canceled(asker, attempt, token, refuse=self._refuse)
+        released, outcome = await self.planner.run(
+            asker.analyst, partial(self._release, query_plan, [])
+        )
+        if isinstance(outcome, PostProcessError):  # of the declared values: nothing charged
+            await self._refuse(attempt, Decision.REJECTED, outcome.reason, asker.budget)
+            raise QueryError(
+                "22000",
+                f"the declared values could not be post-processed: {outcome.reason}; "
+                "nothing was charged",
+                hint="check the casts and arithmetic of the select list, HAVING and ORDER BY",
+            )
+        answer = await answer_domain_values(
+            query_plan,
+            outcome,
             asker=asker,
             attempt=attempt,
             elapsed_ms=lambda: _ms_since(started),

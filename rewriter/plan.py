@@ -111,6 +111,10 @@ class Plan:
     #: The SQL text alone shows that the answer has no rows (``rewriter.no_rows``): the
     #: proxy answers its columns, free, and runs nothing. None for every other query.
     no_rows: NoRows | None = None
+    #: The answer is the declared values of the GROUP BY keys' public domains, which the
+    #: query asks for alone (``SELECT DISTINCT department``, no aggregate): the proxy
+    #: answers them, post-processed, free, and runs nothing (``rewriter.domain_values``).
+    domain_values: bool = False
 
     @property
     def gaussian(self) -> bool:

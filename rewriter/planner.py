@@ -15,6 +15,7 @@ from sqlglot import exp
 from rewriter.bias import CHECK_SHARE, Check
 from rewriter.catalog import Catalog
 from rewriter.dialects import dialect as sql_dialect
+from rewriter.domain_values import lists_values
 from rewriter.errors import Rejected, readable
 from rewriter.mechanisms import DiscreteGaussian, DiscreteLaplace
 from rewriter.no_rows import NoRows, outer_no_rows, row_probe
@@ -200,7 +201,24 @@ def _planned(statement: exp.Expr, catalog: Catalog, request: PlanRequest, *, clo
     keys = group_keys(shape, data_keys=request.delta > 0 or shape.keys_only)
     check_distinct_delta(shape, keys, request.delta)
     cells = where_cells(where, keys, shape.scope)
-    aggregates, post = find_aggregates(shape, keys)
+    values_only = lists_values(shape, where, keys)
+    aggregates, post = find_aggregates(shape, keys, values_only=values_only)
+    if not aggregates and values_only:  # the keys' declared values alone, free
+        listed = Plan(
+            sql="",  # nothing is run
+            dialect=request.dialect,
+            table=shape.table.name,
+            keys=keys,
+            measurements=(),
+            outputs=(),
+            post_sql="",
+            epsilon=0.0,
+            max_rows_per_unit=joins.max_rows_per_unit,
+            max_groups_per_unit=1,
+            cells=cells,
+            domain_values=True,
+        )
+        return replace(listed, post_sql=post_query(post, _integers(listed)))
     specs, outputs = plan_measurements(aggregates, joins.max_rows_per_unit)
     selected = from_data(keys)  # partition selection: one more share of the budget
     shares = len(specs) + selected

@@ -168,6 +168,11 @@ def main() -> None:
     os._exit(0)  # at once, with any query still running
 
 
+_OUT_OF_MEMORY = "it ran out of memory building the catalog"
+#: The dynamic loader's error when mapping a shared object fails (glibc's dl-load.c).
+_MAPPING_FAILED = "failed to map segment from shared object"
+
+
 def _started(requests: io.FileIO) -> CatalogEngine | str:
     """The engine, built from the server's setup; or why it cannot be (in one line)."""
     memory_bytes: int | None = None
@@ -181,10 +186,15 @@ def _started(requests: io.FileIO) -> CatalogEngine | str:
 
         return CatalogEngine(setup.script)
     except MemoryError:
-        why = "it ran out of memory building the catalog"
+        why = _OUT_OF_MEMORY
     except Exception as error:  # noqa: BLE001 (whatever it is, the server is told, in a line)
         first_line = str(error).split("\n", 1)[0]
-        why = f"it could not build the catalog ({type(error).__name__}: {first_line})"
+        if isinstance(error, ImportError) and _MAPPING_FAILED in first_line:
+            # The dynamic loader could not map a library (DuckDB's) within the memory
+            # limit (ENOMEM): where the limit is met depends on what was loaded before.
+            why = _OUT_OF_MEMORY
+        else:
+            why = f"it could not build the catalog ({type(error).__name__}: {first_line})"
     if memory_bytes is not None and "memory" in why.lower():
         why += f"; its data may take at most {memory_bytes // (1024 * 1024)} MB (RLIMIT_DATA)"
     return why

@@ -95,8 +95,10 @@ _UNSUPPORTED = {
 
 
 def find_aggregates(
-    shape: QueryShape, keys: tuple[GroupKey, ...]
+    shape: QueryShape, keys: tuple[GroupKey, ...], *, values_only: bool = False
 ) -> tuple[tuple[AggregateSpec, ...], PostQuery]:
+    """The aggregates and the post-processing over them. ``values_only``: a query of keys
+    with public domains alone may have no aggregate (``rewriter.domain_values``)."""
     found: dict[str, AggregateSpec] = {}
     # Matched as written (columns resolved): a key's SQL may be rewritten (cleaned, cast).
     by_sql = {k.written.sql(dialect=DEFAULT): k.name for k in keys}
@@ -159,7 +161,9 @@ def find_aggregates(
         distinct=shape.distinct,
     )
     if not found and not from_data(keys):
-        _no_aggregate(keys, windowed=any(item.find(exp.Window) for item in shape.select))
+        windowed = any(item.find(exp.Window) for item in shape.select)
+        if not (values_only and keys and not windowed):
+            _no_aggregate(keys, windowed=windowed)
     return tuple(found.values()), post
 
 
@@ -198,7 +202,8 @@ def _check_row_count(bound: exp.Expr | None, clause: str) -> None:
 
 def _no_aggregate(keys: tuple[GroupKey, ...], *, windowed: bool) -> None:
     """Refuse a query without aggregates: only GROUP BY keys found in the data may be
-    released alone (partition selection); the values of public domains tell nothing. A
+    released alone (partition selection); the declared values of public domains only where
+    ``rewriter.domain_values`` lists them, or they would mislead. A
     window function without an aggregate would run over rows, not released groups."""
     if windowed and not keys:
         raise Rejected(
@@ -210,7 +215,10 @@ def _no_aggregate(keys: tuple[GroupKey, ...], *, windowed: bool) -> None:
     if keys:
         raise Rejected(
             "the query has no aggregate, and its GROUP BY keys all have a public domain: "
-            "their values are released whatever the data holds, so alone they tell nothing",
+            "their declared values are listed (free, whatever the data holds) only for one "
+            "table without a join and with a WHERE about those keys alone; this query's "
+            "join or WHERE would narrow them in PostgreSQL's answer, not in the declared "
+            "values",
             hint="add COUNT(*) to see each group's noisy count (HAVING COUNT(*) > 10 keeps "
             "the larger groups)",
         )

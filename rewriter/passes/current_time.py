@@ -157,10 +157,10 @@ def _reads_clock(node: exp.Expr) -> bool:
     return isinstance(node, exp.Anonymous) and str(node.this).lower() in _INSTANT_FUNCTIONS
 
 
-def _fold_around(node: exp.Expr, clock: _Clock) -> None:
-    """Replace the largest expression around ``node`` that this pass computes."""
-    best: exp.Expr | None = None
-    value: dt.date | _Instant | None = None
+def _largest_value(node: exp.Expr, clock: _Clock) -> tuple[exp.Expr, dt.date | _Instant] | None:
+    """The largest expression around ``node`` (within its query) that this pass computes
+    to a date, timestamp or instant, and its value; None if none."""
+    best: tuple[exp.Expr, dt.date | _Instant] | None = None
     current: exp.Expr | None = node
     while current is not None and not isinstance(current, exp.Select | exp.Subquery):
         try:
@@ -168,9 +168,15 @@ def _fold_around(node: exp.Expr, clock: _Clock) -> None:
         except _NotFolded:
             break
         if isinstance(found, dt.date | _Instant):  # dates, timestamps and instants
-            best, value = current, found
+            best = (current, found)
         current = current.parent
-    if best is None or value is None:
+    return best
+
+
+def _fold_around(node: exp.Expr, clock: _Clock) -> None:
+    """Replace the largest expression around ``node`` that this pass computes."""
+    largest = _largest_value(node, clock)
+    if largest is None:
         raise Rejected(
             f"{node.sql(dialect='postgres')} is supported as CURRENT_DATE, LOCALTIMESTAMP or "
             "now() with days or an INTERVAL added or subtracted, cast to date or timestamp, or "
@@ -178,6 +184,7 @@ def _fold_around(node: exp.Expr, clock: _Clock) -> None:
             sqlstate="0A000",
             hint="e.g. visit_date >= CURRENT_DATE - 30, or CAST(now() AS date)",
         )
+    best, value = largest
     if isinstance(value, _Instant):
         raise Rejected(
             f"{best.sql(dialect='postgres')} is a timestamp with time zone: dpproxy compares "
@@ -314,19 +321,10 @@ def constant_truncations(tree: exp.Expr, zone: str) -> None:
     for node in roots:
         if node.root() is not tree:
             continue  # inside one replaced already
-        best: exp.Expr | None = None
-        value: dt.date | _Instant | None = None
-        current: exp.Expr | None = node
-        while current is not None and not isinstance(current, exp.Select | exp.Subquery):
-            try:
-                found = _value(current, clock)
-            except _NotFolded:
-                break
-            if isinstance(found, dt.date | _Instant):
-                best, value = current, found
-            current = current.parent
-        if best is None or value is None:
+        largest = _largest_value(node, clock)
+        if largest is None:
             continue
+        best, value = largest
         if not isinstance(value, _Instant):
             best.replace(marked(_literal(value), best))
         elif _compared(best) and within_years(value.value.astimezone(dt.UTC)):
