@@ -24,7 +24,7 @@ import datetime
 import logging
 import math
 import time
-from collections.abc import Callable, Coroutine, Hashable
+from collections.abc import Awaitable, Callable, Coroutine, Hashable
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from functools import partial
@@ -402,21 +402,21 @@ class Pipeline:
         if no_rows is None:
             raise QueryError(INTERNAL_ERROR, "internal error: the query may have rows")
         columns = self._columns(query_plan, report)
-        if link is not None and link.gone:
-            token.cancel(CLIENT_DISCONNECT)
-        await stop_if_canceled(asker, attempt, token, refuse=self._refuse)
-        answer = await answer_without_rows(
-            no_rows,
-            columns,
-            asker=asker,
-            attempt=attempt,
-            elapsed_ms=lambda: _ms_since(started),
-            ledger=self.ledger,
-            refuse=self._refuse,
+        return await self._free(
+            asker,
+            attempt,
+            token,
+            link,
+            lambda: answer_without_rows(
+                no_rows,
+                columns,
+                asker=asker,
+                attempt=attempt,
+                elapsed_ms=lambda: _ms_since(started),
+                ledger=self.ledger,
+                refuse=self._refuse,
+            ),
         )
-        if link is not None:  # the server writes it at once, and says if it could
-            link.expect_answer(partial(cached_answer_not_written, attempt))
-        return answer
 
     async def _domain_values(
         self,
@@ -431,32 +431,49 @@ class Pipeline:
         """A query of public GROUP BY keys alone: their declared values, post-processed,
         free (proxy.domain_values). Stopped (free) as a cached answer is by a cancel
         request or a client gone first; a post-processing error is the query's, free."""
+
+        async def answer() -> StatementResult:
+            _, outcome = await self.planner.run(
+                asker.analyst, partial(self._release, query_plan, [])
+            )
+            if isinstance(outcome, PostProcessError):  # of the declared values: not charged
+                await self._refuse(attempt, Decision.REJECTED, outcome.reason, asker.budget)
+                raise QueryError(
+                    "22000",
+                    f"the declared values could not be post-processed: {outcome.reason}; "
+                    "nothing was charged",
+                    hint="check the casts and arithmetic of the select list, HAVING and ORDER BY",
+                )
+            return await answer_domain_values(
+                query_plan,
+                outcome,
+                asker=asker,
+                attempt=attempt,
+                elapsed_ms=lambda: _ms_since(started),
+                ledger=self.ledger,
+                refuse=self._refuse,
+            )
+
+        return await self._free(asker, attempt, token, link, answer)
+
+    async def _free(
+        self,
+        asker: Asker,
+        attempt: Attempt,
+        token: CancelToken,
+        link: ClientLink | None,
+        answer: Callable[[], Awaitable[StatementResult]],
+    ) -> StatementResult:
+        """A free answer (nothing charged or reserved): stopped first, free, by a cancel
+        request or a client gone, as a cached answer is; then ``answer()``, which the
+        server writes at once, saying if it could."""
         if link is not None and link.gone:
             token.cancel(CLIENT_DISCONNECT)
         await stop_if_canceled(asker, attempt, token, refuse=self._refuse)
-        released, outcome = await self.planner.run(
-            asker.analyst, partial(self._release, query_plan, [])
-        )
-        if isinstance(outcome, PostProcessError):  # of the declared values: nothing charged
-            await self._refuse(attempt, Decision.REJECTED, outcome.reason, asker.budget)
-            raise QueryError(
-                "22000",
-                f"the declared values could not be post-processed: {outcome.reason}; "
-                "nothing was charged",
-                hint="check the casts and arithmetic of the select list, HAVING and ORDER BY",
-            )
-        answer = await answer_domain_values(
-            query_plan,
-            outcome,
-            asker=asker,
-            attempt=attempt,
-            elapsed_ms=lambda: _ms_since(started),
-            ledger=self.ledger,
-            refuse=self._refuse,
-        )
-        if link is not None:  # the server writes it at once, and says if it could
+        result = await answer()
+        if link is not None:
             link.expect_answer(partial(cached_answer_not_written, attempt))
-        return answer
+        return result
 
     async def _run_charged(
         self,
